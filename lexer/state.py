@@ -1,0 +1,330 @@
+"""Immutable incremental lexer states (see the package docstring for the design)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ._engine import EXPR, INITIAL_CTX, Ctx, Symbol, lex
+from ._scan import Fail, is_id_char
+from ._tables import (
+    KEYWORD_KINDS,
+    MAX_VERSION,
+    MIN_VERSION,
+    OPERATORS,
+    PREFIX_KINDS,
+    STRING_PREFIXES,
+)
+
+__all__ = ["LexError", "LexState", "Symbol"]
+
+_FORBIDDEN_RE = re.compile("[\x00\ud800-\udfff]")
+
+
+class LexError(Exception):
+    """The text can no longer be a prefix of lexically valid Python source.
+
+    ``offset`` is the absolute character offset of the problem in all the
+    text fed since :meth:`LexState.initial`; ``line`` and ``column`` (both
+    1-based, the column counted in characters) locate it too.
+    """
+
+    def __init__(
+        self, message: str, offset: int, line: int | None = None, column: int | None = None
+    ) -> None:
+        super().__init__(message, offset)
+        self.message = message
+        self.offset = offset
+        self.line = line
+        self.column = column
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return f"{self.message} (offset {self.offset})"
+        return f"{self.message} (line {self.line}, column {self.column}, offset {self.offset})"
+
+
+def _parse_target(target: str | Sequence[int]) -> int:
+    if isinstance(target, str):
+        parts = target.split(".")
+        nums = [int(p) for p in parts[:2]]
+    else:
+        nums = [int(p) for p in list(target)[:2]]
+    if len(nums) != 2 or nums[0] != 3:
+        raise ValueError(f"unsupported target {target!r}: expected (3, 8) .. (3, 13)")
+    ver = nums[0] * 100 + nums[1]
+    if not MIN_VERSION <= ver <= MAX_VERSION:
+        raise ValueError(f"unsupported target {target!r}: expected (3, 8) .. (3, 13)")
+    return ver
+
+
+def _newlines(text: str) -> int:
+    """Line breaks in ``text``; '\\r\\n', '\\r' and '\\n' each count once."""
+    return text.count("\n") + text.count("\r") - text.count("\r\n")
+
+
+def _line_start(text: str) -> int:
+    """Index just after the last line break in ``text`` (0 if none)."""
+    return max(text.rfind("\n"), text.rfind("\r")) + 1
+
+
+class LexState:
+    """A lexer state: a committed context plus the pending text.
+
+    States are immutable; :meth:`feed` and :meth:`emit_pending` return new
+    ones.  Build the first with :meth:`initial`.
+    """
+
+    __slots__ = ("_ctx", "_line", "_lstart", "_pending", "_pos", "_tail", "_ver")
+
+    _ver: int
+    _ctx: Ctx
+    _pending: str
+    _pos: int
+    _line: int
+    _lstart: int
+    _tail: str
+
+    def __init__(self) -> None:
+        raise TypeError("use LexState.initial(target=...)")
+
+    @classmethod
+    def _make(
+        cls, ver: int, ctx: Ctx, pending: str, pos: int, line: int, lstart: int, tail: str
+    ) -> LexState:
+        self = object.__new__(cls)
+        self._ver = ver
+        self._ctx = ctx
+        self._pending = pending
+        self._pos = pos
+        self._line = line
+        self._lstart = lstart
+        self._tail = tail
+        return self
+
+    @classmethod
+    def initial(cls, target: str | Sequence[int] = (3, 13)) -> LexState:
+        """The state before any text, for a target version ``(3, 8)`` .. ``(3, 13)``."""
+        return cls._make(_parse_target(target), INITIAL_CTX, "", 0, 1, 0, "")
+
+    # -- inspection -------------------------------------------------------------
+
+    @property
+    def target(self) -> tuple[int, int]:
+        """The target Python version."""
+        return divmod(self._ver, 100)
+
+    @property
+    def pending(self) -> str:
+        """Text fed but not yet emitted: a symbol in progress (with the look-ahead
+        that decides it) or blanks, a comment, blank lines or indentation."""
+        return self._pending
+
+    @property
+    def offset(self) -> int:
+        """Absolute offset of the end of the text fed so far."""
+        return self._pos + len(self._pending)
+
+    @property
+    def pending_offset(self) -> int:
+        """Absolute offset where the pending text starts."""
+        return self._pos
+
+    @property
+    def bracket_depth(self) -> int:
+        """Open brackets (replacement-field braces of f-strings included)."""
+        return len(self._ctx.parens)
+
+    def __repr__(self) -> str:
+        return f"<LexState {self.target} at {self._pos} pending={self._pending!r}>"
+
+    def pending_kinds(self) -> frozenset[str] | None:
+        """Kinds the pending text may still become as the next symbol.
+
+        ``None`` when unconstrained: nothing pending, or only blanks, a
+        comment, blank lines or indentation (a line continuation included).
+        """
+        p = self._pending
+        if not p:
+            return None
+        ctx = self._ctx
+        if ctx.atbol:
+            return None
+        fst = ctx.fst
+        if fst and fst[-1][4] != EXPR:
+            quote = fst[-1][0]
+            if p == "{":
+                return _FS_BRACE
+            if len(quote) == 3 and p in (quote[0], quote[:2]):
+                return _FS_QUOTE
+            return _FS_MIDDLE
+        c = p[0]
+        if c in "#\\ \t\f":
+            return None
+        if c == "\r" or c == "\n":
+            return None if ctx.parens else _NEWLINE
+        if "0" <= c <= "9" or (c == "." and len(p) > 1 and "0" <= p[1] <= "9"):
+            return _NUMBER
+        if c == "'" or c == '"':
+            return _STRING
+        if is_id_char(c):
+            k = 1
+            while k < len(p) and is_id_char(p[k]):
+                k += 1
+            word = p[:k]
+            if k < len(p):  # a quote follows: a prefixed literal
+                return frozenset((STRING_PREFIXES[word.lower()],))
+            return _name_kinds(self._ver, word)
+        return _op_kinds(p, bool(fst))
+
+    # -- transitions -------------------------------------------------------------
+
+    def feed(self, text: str) -> tuple[LexState, list[Symbol]]:
+        """Lex ``text`` more; return the new state and the symbols now certain.
+
+        Raises :class:`LexError` when the text fed so far can no longer be a
+        prefix of lexically valid source; this state is left unchanged.
+        """
+        if not text:
+            return self, []
+        bad = _FORBIDDEN_RE.search(text)
+        buf = self._pending + text
+        if bad is not None:
+            at = len(self._pending) + bad.start()
+            if text[bad.start()] == "\x00":
+                raise self._error(buf, Fail("source code cannot contain null bytes", at))
+            raise self._error(buf, Fail("surrogate characters are not allowed", at))
+        try:
+            ctx, k, symbols = lex(self._ver, self._ctx, buf, self._pos, 0, self._tail)
+        except Fail as fail:
+            raise self._error(buf, fail) from None
+        return self._advance(ctx, buf, k), symbols
+
+    def emit_pending(self) -> tuple[LexState, list[Symbol]] | None:
+        """The *emit* branch: end the pending symbol here without ending the input.
+
+        Returns the state after the pending text is emitted as complete
+        symbol(s) (it can still be fed) and those symbols, or None when the
+        pending text is not a complete symbol (or nothing is pending).  With
+        pending ``if`` this gives ``('if', 'if', k)``; the *extend* branch is
+        this state itself, where ``if`` may still become ``iff``.
+        """
+        buf = self._pending
+        if not buf:
+            return None
+        try:
+            ctx, k, symbols = lex(self._ver, self._ctx, buf, self._pos, 1, self._tail)
+        except Fail:
+            return None
+        if not symbols:
+            return None
+        return self._advance(ctx, buf, k), symbols
+
+    def finish(self) -> list[Symbol]:
+        """The symbols that end the input here.
+
+        The pending symbol, a NEWLINE (text ``''``) if the last logical line
+        has none, a DEDENT per open indentation level and ENDMARKER.  Raises
+        :class:`LexError` if the text cannot end here (unterminated string,
+        open bracket, line continuation at the end, ...).
+        """
+        buf = self._pending
+        try:
+            ctx, k, symbols = lex(self._ver, self._ctx, buf, self._pos, 2, self._tail)
+        except Fail as fail:
+            raise self._error(buf, fail) from None
+        n = len(buf)
+        end = self._pos + n
+        if ctx.fst:
+            raise self._error(buf, Fail("unterminated f-string: expecting '}'", n))
+        if ctx.parens:
+            raise self._error(buf, Fail(f"'{ctx.parens[-1]}' was never closed", n))
+        if not ctx.atbol:
+            symbols.append(("NEWLINE", "", end))
+        symbols.extend(("DEDENT", "", end) for _ in range(len(ctx.ind) - 1))
+        symbols.append(("ENDMARKER", "", end))
+        return symbols
+
+    # -- helpers ------------------------------------------------------------------
+
+    def _advance(self, ctx: Ctx, buf: str, k: int) -> LexState:
+        """The state whose pending text is ``buf[k:]``."""
+        if k == 0:
+            if ctx is self._ctx and buf == self._pending:
+                return self
+            return LexState._make(
+                self._ver, ctx, buf, self._pos, self._line, self._lstart, self._tail
+            )
+        done = buf[:k] if k < len(buf) else buf
+        line = self._line
+        lstart = self._lstart
+        breaks = _newlines(done)
+        if breaks:
+            line += breaks
+            lstart = self._pos + _line_start(done)
+        tail = buf[k - 2 : k] if k >= 2 else (self._tail + done)[-2:]
+        return LexState._make(self._ver, ctx, buf[k:], self._pos + k, line, lstart, tail)
+
+    def _error(self, buf: str, fail: Fail) -> LexError:
+        """A LexError for ``fail`` (an index into ``buf``) with line and column."""
+        at = max(0, min(fail.at, len(buf)))
+        before = buf[:at]
+        breaks = _newlines(before)
+        if breaks:
+            line = self._line + breaks
+            column = at - _line_start(before) + 1
+        else:
+            line = self._line
+            column = self._pos + at - self._lstart + 1
+        return LexError(fail.msg, self._pos + at, line, column)
+
+
+_FS_BRACE = frozenset(("FSTRING_MIDDLE", "{"))
+_FS_QUOTE = frozenset(("FSTRING_MIDDLE", "FSTRING_END"))
+_FS_MIDDLE = frozenset(("FSTRING_MIDDLE",))
+_NEWLINE = frozenset(("NEWLINE",))
+_NUMBER = frozenset(("NUMBER",))
+_STRING = frozenset(("STRING",))
+
+_name_cache: dict[tuple[int, str], frozenset[str]] = {}
+_op_cache: dict[tuple[str, bool], frozenset[str] | None] = {}
+
+
+def _name_kinds(ver: int, word: str) -> frozenset[str]:
+    """NAME, the keywords ``word`` begins, and literals it may prefix."""
+    key = (ver, word)
+    kinds = _name_cache.get(key)
+    if kinds is None:
+        found = {"NAME"}
+        found.update(k for k in KEYWORD_KINDS[ver] if k.startswith(word))
+        found.update(PREFIX_KINDS.get(word.lower(), ()))
+        kinds = frozenset(found)
+        if len(_name_cache) < 4096:
+            _name_cache[key] = kinds
+    return kinds
+
+
+def _op_kinds(p: str, in_fstring: bool) -> frozenset[str] | None:
+    """Operators the pending operator text may become.
+
+    Pending operator text is a proper prefix of a longer operator, except
+    ``..`` (``.`` or ``...``) and, before 3.12, ``!`` with the conversion
+    character that must follow it.
+    """
+    key = (p, in_fstring)
+    if key in _op_cache:
+        return _op_cache[key]
+    if p == "..":
+        found = {".", "..."}
+    elif len(p) > 1 and p[0] == "!" and p[1] != "=":
+        found = {"!"}
+    else:
+        found = {op for op in OPERATORS if op.startswith(p)}
+        if not in_fstring:
+            found.discard("!")
+        if p == ".":
+            found.add("NUMBER")
+    kinds = frozenset(found) if found else None
+    if len(_op_cache) < 4096:
+        _op_cache[key] = kinds
+    return kinds

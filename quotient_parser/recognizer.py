@@ -1,0 +1,268 @@
+"""Incremental recognition of Python source: the public face of the parser.
+
+A :class:`RecognizerState` pairs a lexer state (``lexer.LexState``: the
+committed lexing context plus the text of a symbol still in progress) with an
+Earley :class:`~quotient_parser.earley.Chart` over the symbols emitted so far.
+Both halves are immutable, so a state can be kept, forked and fed again at no
+cost; feeding returns a new state.
+
+Two questions are answered for the text fed so far:
+
+``viable``
+    Some continuation makes it a valid module.  The committed symbols must
+    leave the chart alive, and the symbol in progress must still be able to
+    become a symbol the chart can scan (the lexer's *extend* branch).
+
+``complete``
+    The text is a valid module as it stands: the lexer's end-of-input branch
+    (emit the symbol in progress, close the last line, dedent, ENDMARKER) must
+    be accepted by the chart.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import tokenize
+import weakref
+from collections.abc import Iterable, Sequence
+
+from lexer import LexError, LexState
+
+from .earley import Automaton, Chart
+from .grammar_tools import Grammar, load_grammar, parse_version
+
+__all__ = ["Recognizer", "RecognizerState", "SourceDecodeError", "decode_source"]
+
+_Symbol = tuple[str, str, int]
+
+#: ``feed`` remembers its results (held weakly) for texts up to this length:
+#: a decoder tries many short candidate tokens from the same state.
+_FEED_MEMO_MAX_TEXT = 256
+
+
+class SourceDecodeError(SyntaxError):
+    """Source bytes cannot be decoded the way CPython would decode them."""
+
+
+def decode_source(data: bytes) -> str:
+    """Decode source bytes as CPython does (BOM, PEP 263 coding cookie, UTF-8).
+
+    Raises :class:`SourceDecodeError` with a readable message instead of
+    ``UnicodeDecodeError`` or ``LookupError``.
+    """
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise SourceDecodeError(f"cannot determine the source encoding: {exc.msg}") from None
+    try:
+        codec = codecs.lookup(encoding)
+        text = data.decode(codec.name)
+    except LookupError:
+        raise SourceDecodeError(f"unknown source encoding {encoding!r}") from None
+    except UnicodeDecodeError as exc:
+        raise SourceDecodeError(
+            f"source is not valid {encoding}: byte 0x{data[exc.start]:02x} at offset {exc.start}"
+        ) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+class Recognizer:
+    """Recognizer for one target Python version (``"3.13"`` or ``(3, 13)``).
+
+    >>> rec = Recognizer("3.12")
+    >>> state = rec.initial().feed("def f(x):\\n    return x")
+    >>> state.viable, state.complete
+    (True, True)
+    >>> state.feed(" +").complete
+    False
+    """
+
+    _cache: dict[tuple[int, int], Recognizer] = {}
+
+    def __new__(cls, target: str | Sequence[int] = (3, 13)) -> Recognizer:
+        version = parse_version(target)
+        cached = cls._cache.get(version)
+        if cached is None:
+            cached = super().__new__(cls)
+            cached._setup(version)
+            cls._cache[version] = cached
+        return cached
+
+    def _setup(self, version: tuple[int, int]) -> None:
+        self.version = version
+        self.grammar: Grammar = load_grammar(version)
+        self.automaton = Automaton(self.grammar)
+        terminal_ids = self.grammar.terminal_ids
+        soft = self.grammar.soft_keywords
+        name_id = terminal_ids["NAME"]
+        self._kind_ids: dict[str, int] = {k: v for k, v in terminal_ids.items() if k not in soft}
+        self._soft_ids: dict[str, int] = {
+            word: self.automaton.scan_class((name_id, terminal_ids[word])) for word in soft
+        }
+        self._soft_terminals: dict[str, int] = {word: terminal_ids[word] for word in soft}
+        self._initial = RecognizerState(
+            self, LexState.initial(target=version), Chart.initial(self.automaton), None
+        )
+
+    def initial(self) -> RecognizerState:
+        """The state before any text (an empty module is complete)."""
+        return self._initial
+
+    def recognize(self, text: str) -> bool:
+        """Whether ``text`` is a complete, valid module for the target version."""
+        return self._initial.feed(text).complete
+
+    # -- helpers for states -------------------------------------------------
+
+    def symbol_id(self, kind: str, text: str) -> int | None:
+        if kind == "NAME":
+            soft = self._soft_ids.get(text)
+            if soft is not None:
+                return soft
+        return self._kind_ids.get(kind)
+
+    def step(self, chart: Chart, symbols: Iterable[_Symbol]) -> tuple[Chart | None, _Symbol | None]:
+        """Scan symbols into the chart; on failure return the rejected symbol."""
+        kind_ids = self._kind_ids
+        soft_ids = self._soft_ids
+        current: Chart | None = chart
+        for symbol in symbols:
+            kind = symbol[0]
+            symbol_id = soft_ids.get(symbol[1]) if kind == "NAME" else None
+            if symbol_id is None:
+                symbol_id = kind_ids.get(kind)
+                if symbol_id is None:
+                    return None, symbol
+            current = current.step(symbol_id)
+            if current is None:
+                return None, symbol
+        return current, None
+
+
+class RecognizerState:
+    """Immutable recognition state after some text; see the module docstring."""
+
+    __slots__ = (
+        "__weakref__",
+        "_children",
+        "_complete",
+        "_viable",
+        "chart",
+        "error",
+        "lex",
+        "recognizer",
+    )
+
+    def __init__(
+        self, recognizer: Recognizer, lex: LexState | None, chart: Chart | None, error: str | None
+    ):
+        self.recognizer = recognizer
+        self.lex = lex
+        self.chart = chart
+        self.error = error
+        self._children: dict[str, weakref.ref[RecognizerState]] | None = None
+        self._complete: bool | None = None
+        self._viable: bool | None = None
+
+    def feed(self, text: str) -> RecognizerState:
+        """The state after ``text`` more; this state is left as it was."""
+        if self.chart is None or self.lex is None or not text:
+            return self
+        children = self._children
+        if children is not None:
+            known = children.get(text)
+            if known is not None:
+                cached = known()
+                if cached is not None:
+                    return cached
+        try:
+            lex, symbols = self.lex.feed(text)
+        except LexError as exc:
+            child = RecognizerState(self.recognizer, None, None, str(exc))
+        else:
+            chart, rejected = self.recognizer.step(self.chart, symbols)
+            if chart is None:
+                child = RecognizerState(self.recognizer, None, None, _unexpected(rejected))
+            else:
+                child = RecognizerState(self.recognizer, lex, chart, None)
+        if len(text) <= _FEED_MEMO_MAX_TEXT:
+            if children is None:
+                children = self._children = {}
+            children[text] = weakref.ref(child)
+        return child
+
+    @property
+    def viable(self) -> bool:
+        """Whether some continuation of the text fed so far is a valid module."""
+        if self._viable is None:
+            self._viable = self._check_viable()
+        return self._viable
+
+    def _check_viable(self) -> bool:
+        if self.chart is None or self.lex is None:
+            return False
+        kinds = self.lex.pending_kinds()
+        if kinds is None:
+            return True
+        expected = self.chart.expected_terminals()
+        rec = self.recognizer
+        for kind in kinds:
+            terminal = rec._kind_ids.get(kind)
+            if terminal is not None and terminal in expected:
+                return True
+        if "NAME" in kinds:
+            word = self.lex.pending.strip()
+            for soft, terminal in rec._soft_terminals.items():
+                if soft.startswith(word) and terminal in expected:
+                    return True
+        return False
+
+    @property
+    def complete(self) -> bool:
+        """Whether the text fed so far is a complete, valid module."""
+        if self._complete is None:
+            self._complete = self._check_complete()
+        return self._complete
+
+    def _check_complete(self) -> bool:
+        if self.chart is None or self.lex is None:
+            return False
+        try:
+            symbols = self.lex.finish()
+        except LexError:
+            return False
+        chart, _ = self.recognizer.step(self.chart, symbols)
+        return chart is not None and chart.accepting
+
+    def why_not_complete(self) -> str | None:
+        """A readable reason when the text is not complete, else None."""
+        if self.error is not None:
+            return self.error
+        if self.complete:
+            return None
+        assert self.chart is not None and self.lex is not None
+        try:
+            symbols = self.lex.finish()
+        except LexError as exc:
+            return str(exc)
+        chart, rejected = self.recognizer.step(self.chart, symbols)
+        if chart is None:
+            return _unexpected(rejected)
+        return "unexpected end of input"
+
+    def __repr__(self) -> str:
+        if self.error is not None:
+            return f"<RecognizerState dead: {self.error}>"
+        pending = self.lex.pending if self.lex else ""
+        return f"<RecognizerState viable={self.viable} pending={pending!r}>"
+
+
+def _unexpected(symbol: _Symbol | None) -> str:
+    if symbol is None:
+        return "syntax error"
+    kind, text, start = symbol
+    shown = text if text else kind
+    return f"invalid syntax: unexpected {shown!r} at offset {start}"
