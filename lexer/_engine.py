@@ -108,7 +108,9 @@ def lex(
             atbol = False
             i = j
         if fst and fst[-1][4] != EXPR:
-            i, fst, parens, stopped = _fs_literal(ver, text, i, n, eof, fst, parens, base, out, tail)
+            i, fst, parens, stopped = _fs_literal(
+                ver, text, i, n, eof, fst, parens, base, out, tail
+            )
             if stopped:
                 break
             continue
@@ -117,7 +119,7 @@ def lex(
         assert m is not None
         g = m.lastgroup
         if g == "name":
-            s = m.start(g)
+            s = m.start("name")
             e = m.end()
             if e >= n and not eof:
                 if not text[s:e].isascii():
@@ -150,7 +152,7 @@ def lex(
             append((kinds.get(word, "NAME"), word, base + s))
             i = e
         elif g == "op":
-            s = m.start(g)
+            s = m.start("op")
             e = m.end()
             op = text[s:e]
             if fst:
@@ -206,9 +208,9 @@ def lex(
             append((op, op, base + s))
             i = e
         elif g == "nl":
-            s = m.start(g)
+            s = m.start("nl")
             e = m.end()
-            if e >= n and not eof and text[s] == "\r":
+            if e >= n and not eof and e - s == 1 and text[s] == "\r":
                 i = s  # may be the first half of '\r\n'
                 break
             if parens:
@@ -219,7 +221,7 @@ def lex(
             i = e
             atbol = True
         elif g == "str":
-            s = m.start(g)
+            s = m.start("str")
             e = _string(text, s, s, n, eof, False, False)
             if e < 0:
                 i = s
@@ -229,7 +231,7 @@ def lex(
             append(("STRING", text[s:e], base + s))
             i = e
         elif g == "num":
-            s = m.start(g)
+            s = m.start("num")
             mm = simple_number(text, s)
             if mm is not None:
                 e = mm.end()
@@ -241,7 +243,7 @@ def lex(
             append(("NUMBER", text[s:e], base + s))
             i = e
         elif g == "com":
-            s = m.start(g)
+            s = m.start("com")
             if fst and ver < 312:
                 raise Fail("f-string expression part cannot include '#'", s)
             e = m.end()
@@ -250,7 +252,7 @@ def lex(
                 break
             i = e
         elif g == "bs":
-            s = m.start(g)
+            s = m.start("bs")
             if fst and ver < 312:
                 raise Fail("f-string expression part cannot include a backslash", s)
             e = _continuation(text, s, n, eof, ver)
@@ -262,7 +264,7 @@ def lex(
             i = n
             break
         else:
-            s = m.start(g)
+            s = m.start("bad")
             ch = text[s]
             if ch.isprintable():
                 raise Fail(f"invalid character '{ch}' (U+{ord(ch):04X})", s)
@@ -273,9 +275,8 @@ def lex(
 # -- indentation ----------------------------------------------------------------
 
 
-def _columns(ws: str) -> tuple[int, int]:
-    """Indentation column of blanks with tab size 8 and with tab size 1."""
-    col = alt = 0
+def _columns(ws: str, col: int = 0, alt: int = 0) -> tuple[int, int]:
+    """Indentation column after blanks, with tab size 8 and with tab size 1."""
     for ch in ws:
         if ch == " ":
             col += 1
@@ -430,29 +431,25 @@ def _bol(
         return j, ind, False
 
 
-def _bol_continuation(
-    ver: int, text: str, i: int, n: int, eof: int
-) -> tuple[int, int, int] | None:
+def _bol_continuation(ver: int, text: str, i: int, n: int, eof: int) -> tuple[int, int, int] | None:
     """3.10+ indentation spanning backslash continuations, from line start ``i``.
 
     Returns (index of the first other character, column, alt column) or None
     when more text is needed.
     """
-    pieces = []
-    cont = 0
+    col = alt = cont = 0
     k = i
     while True:
         j = BLANKS_RE.match(text, k).end()  # type: ignore[union-attr]
-        pieces.append(text[k:j])
+        col, alt = _columns(text[k:j], col, alt)
         if j >= n or text[j] != "\\":
             break
         if not cont:
-            cont = _columns("".join(pieces))[0]
+            cont = col
         e = _continuation(text, j, n, eof, ver)
         if e < 0:
             return None
         k = e
-    col, alt = _columns("".join(pieces))
     if cont:
         col = alt = cont
     return j, col, alt

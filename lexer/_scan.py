@@ -319,7 +319,7 @@ def check_ident(text: str, s: int, e: int) -> None:
     if word.isidentifier():
         return
     k = 0
-    for k, ch in enumerate(word):  # noqa: B007 - k is used after the loop
+    for k, ch in enumerate(word):
         if not (ch if k == 0 else "a" + ch).isidentifier():
             break
     ch = word[k]

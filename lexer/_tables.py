@@ -17,11 +17,12 @@ MAX_PAREN_LEVEL = 200
 MAX_INDENT = 100
 MAX_FSTRING_LEVEL = 150
 
-_KWLIST = (
-    "False None True and as assert async await break class continue def del elif else "
-    "except finally for from global if import in is lambda nonlocal not or pass raise "
-    "return try while with yield"
-).split()
+_KWLIST = [
+    *("False", "None", "True", "and", "as", "assert", "async", "await", "break", "class"),
+    *("continue", "def", "del", "elif", "else", "except", "finally", "for", "from"),
+    *("global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass"),
+    *("raise", "return", "try", "while", "with", "yield"),
+]
 
 
 def keywords(version: int) -> frozenset[str]:
@@ -40,10 +41,12 @@ KEYWORD_KINDS: dict[int, dict[str, str]] = {
 #: Every operator or delimiter that is a symbol of its own (``!`` only inside
 #: an f-string replacement field, and only as a conversion).
 OPERATORS = frozenset(
-    """
-    ( ) [ ] { } , : ; . ... ~ + - * / // % ** @ | & ^ << >> < > = == != <= >= -> :=
-    += -= *= /= //= %= **= @= |= &= ^= <<= >>= !
-    """.split()
+    [
+        *("(", ")", "[", "]", "{", "}", ",", ":", ";", ".", "...", "~", "!"),
+        *("+", "-", "*", "/", "//", "%", "**", "@", "|", "&", "^", "<<", ">>"),
+        *("<", ">", "=", "==", "!=", "<=", ">=", "->", ":="),
+        *("+=", "-=", "*=", "/=", "//=", "%=", "**=", "@=", "|=", "&=", "^=", "<<=", ">>="),
+    ]
 )
 
 #: Operators that are a proper prefix of a longer operator: seen at the very
@@ -131,7 +134,8 @@ def _fstring_body(quote: str, raw: bool) -> re.Pattern[str]:
     q = re.escape(quote[0])
     stop = "{}\\\\" + q + ("" if len(quote) == 3 else "\\r\\n")
     plain = f"[^{stop}]"
-    alts = [r"\\(?:\r\n|[^{}N])", r"\\(?=[{}])"] if not raw else [r"\\(?:\r\n|[^{}])", r"\\(?=[{}])"]
+    escaped = r"\\(?:\r\n|[^{}])" if raw else r"\\(?:\r\n|[^{}N])"
+    alts = [escaped, r"\\(?=[{}])"]
     if not raw:
         alts += [rf"\\N\{{[^{{}}\\\\{q}\r\n]*\}}", r"\\N(?!\{)"]
     if len(quote) == 3:

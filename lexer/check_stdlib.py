@@ -23,6 +23,7 @@ Prints each mismatch and a summary; exits with status 1 if any file differs.
 from __future__ import annotations
 
 import argparse
+import glob
 import io
 import json
 import os
@@ -39,7 +40,7 @@ Pair = tuple[str, str]
 
 #: Runs inside the oracle interpreter (any version from 3.8): reads file
 #: paths as JSON lines on stdin, writes one JSON line per file.
-_WORKER = r'''
+_WORKER = r"""
 import ast, io, json, keyword, sys, tokenize, warnings
 warnings.simplefilter("ignore")
 KW = set(keyword.kwlist)
@@ -85,7 +86,7 @@ for line in sys.stdin:
     except Exception as exc:
         result["error"] = "tokenize: %s" % exc
     print(json.dumps(result), flush=True)
-'''
+"""
 
 
 @dataclass
@@ -185,7 +186,8 @@ class Oracle:
         )
         assert self._proc.stdout is not None
         head = json.loads(self._proc.stdout.readline())
-        self.version: tuple[int, int] = tuple(head["version"])  # type: ignore[assignment]
+        major, minor = head["version"][:2]
+        self.version: tuple[int, int] = (int(major), int(minor))
         self.stdlib: str = head["stdlib"]
 
     def tokenize(self, paths: list[str]) -> Iterator[dict[str, object]]:
@@ -225,9 +227,17 @@ class Oracle:
             os.unlink(self._script)
 
 
+def find_interpreter(version: tuple[int, int]) -> str | None:
+    """A pyenv interpreter for ``version`` (``$PYENV_ROOT``, default ``~/.pyenv``), if any."""
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    pattern = os.path.join(root, "versions", f"{version[0]}.{version[1]}.*", "bin", "python")
+    found = sorted(glob.glob(pattern))
+    return found[-1] if found else None
+
+
 def stdlib_files(root: str) -> list[str]:
     """Every .py file under ``root`` (sorted), skipping site-packages."""
-    found = []
+    found: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d != "site-packages")
         found.extend(os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith(".py"))

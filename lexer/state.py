@@ -135,6 +135,19 @@ class LexState:
         """Open brackets (replacement-field braces of f-strings included)."""
         return len(self._ctx.parens)
 
+    def sync_key(self) -> tuple[tuple[int, int], ...] | None:
+        """A key for this state at a clean line start, else None.
+
+        Clean: nothing pending, at the beginning of a line, no bracket or
+        f-string open.  Two clean states with equal keys lex any further text
+        identically (up to absolute offsets), which lets the quotient memoise
+        the parse of a right context line by line.
+        """
+        ctx = self._ctx
+        if self._pending or not ctx.atbol or ctx.parens or ctx.fst:
+            return None
+        return ctx.ind
+
     def __repr__(self) -> str:
         return f"<LexState {self.target} at {self._pos} pending={self._pending!r}>"
 
@@ -187,10 +200,19 @@ class LexState:
         """
         if not text:
             return self, []
-        bad = _FORBIDDEN_RE.search(text)
         buf = self._pending + text
+        if buf.isidentifier() and buf.isascii() and self._pending and not self._ctx.atbol:
+            # Fast path for typing: a name that is still growing.
+            return LexState._make(
+                self._ver, self._ctx, buf, self._pos, self._line, self._lstart, self._tail
+            ), []
+        bad = _FORBIDDEN_RE.search(text)
         if bad is not None:
             at = len(self._pending) + bad.start()
+            try:  # an error earlier in the text comes first
+                lex(self._ver, self._ctx, buf[:at], self._pos, 0, self._tail)
+            except Fail as fail:
+                raise self._error(buf, fail) from None
             if text[bad.start()] == "\x00":
                 raise self._error(buf, Fail("source code cannot contain null bytes", at))
             raise self._error(buf, Fail("surrogate characters are not allowed", at))
@@ -230,7 +252,7 @@ class LexState:
         """
         buf = self._pending
         try:
-            ctx, k, symbols = lex(self._ver, self._ctx, buf, self._pos, 2, self._tail)
+            ctx, _, symbols = lex(self._ver, self._ctx, buf, self._pos, 2, self._tail)
         except Fail as fail:
             raise self._error(buf, fail) from None
         n = len(buf)
@@ -258,9 +280,8 @@ class LexState:
         done = buf[:k] if k < len(buf) else buf
         line = self._line
         lstart = self._lstart
-        breaks = _newlines(done)
-        if breaks:
-            line += breaks
+        if "\n" in done or "\r" in done:
+            line += _newlines(done)
             lstart = self._pos + _line_start(done)
         tail = buf[k - 2 : k] if k >= 2 else (self._tail + done)[-2:]
         return LexState._make(self._ver, ctx, buf[k:], self._pos + k, line, lstart, tail)
