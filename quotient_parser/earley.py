@@ -332,11 +332,40 @@ class Chart:
         if known is None:
             return None
         if known is not _UNKNOWN:
-            chart = known()  # type: ignore[operator]
+            chart: Chart | None = known()  # type: ignore[operator]
             if chart is not None:
                 return chart
-        auto = self.automaton
-        goto = auto.goto
+        content = self._successor(symbol)
+        if content is None:
+            self._next[symbol] = None
+            return None
+        result = Chart(self.automaton, self.pos + 1, *content)
+        self._next[symbol] = weakref.ref(result)
+        return result
+
+    def step_shared(
+        self, symbol: int, pos: int, table: dict[tuple[object, ...], Chart]
+    ) -> Chart | None:
+        """Like :meth:`step`, but hash-consed: equal charts become one object.
+
+        ``pos`` must grow along every path and be equal for equal places in
+        the input (the quotient uses offsets in the right context).  Two
+        parses that reach the same items with the same origins at the same
+        place then share the chart, and every chart after it, so a result
+        memoised for one is found by the other.
+        """
+        content = self._successor(symbol)
+        if content is None:
+            return None
+        key = (pos, *content)
+        chart = table.get(key)
+        if chart is None:
+            chart = table[key] = Chart(self.automaton, pos, *content)
+        return chart
+
+    def _successor(self, symbol: int) -> tuple[tuple[tuple[Chart, int], ...], int, bool] | None:
+        """Groups, predicted state and acceptance after scanning ``symbol``."""
+        goto = self.automaton.goto
         pending: dict[Chart, int] = {}
         for origin, state in self.groups:
             target = goto(state, symbol)
@@ -346,11 +375,11 @@ class Chart:
             target = goto(self.pred, symbol)
             if target != _NONE:
                 pending[self] = target
-        result = self._complete(pending) if pending else None
-        self._next[symbol] = None if result is None else weakref.ref(result)
-        return result
+        return self._complete(pending) if pending else None
 
-    def _complete(self, pending: dict[Chart, int]) -> Chart | None:
+    def _complete(
+        self, pending: dict[Chart, int]
+    ) -> tuple[tuple[tuple[Chart, int], ...], int, bool] | None:
         auto = self.automaton
         st_complete = auto.st_complete
         goto_complete = auto.goto_complete
@@ -391,7 +420,7 @@ class Chart:
             pred = auto.union_many(frozenset(preds))
         else:
             pred = _NONE
-        return Chart(auto, self.pos + 1, tuple(groups), pred, accepting)
+        return tuple(groups), pred, accepting
 
     def expected_terminals(self) -> frozenset[int]:
         """Terminals that can be scanned next (memoised)."""

@@ -128,7 +128,7 @@ class Recognizer:
         """Scan symbols into the chart; on failure return the rejected symbol."""
         kind_ids = self._kind_ids
         soft_ids = self._soft_ids
-        current: Chart | None = chart
+        current = chart
         for symbol in symbols:
             kind = symbol[0]
             symbol_id = soft_ids.get(symbol[1]) if kind == "NAME" else None
@@ -136,9 +136,10 @@ class Recognizer:
                 symbol_id = kind_ids.get(kind)
                 if symbol_id is None:
                     return None, symbol
-            current = current.step(symbol_id)
-            if current is None:
+            next_chart = current.step(symbol_id)
+            if next_chart is None:
                 return None, symbol
+            current = next_chart
         return current, None
 
 

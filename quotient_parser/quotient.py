@@ -1,0 +1,378 @@
+"""The FIM quotient: which middles fit between a left and a right context.
+
+Given the text before the cursor (L) and after it (R), the quotient language
+is ``Q = {m : L + m + R is a valid module}``.  A :class:`Quotient` answers,
+incrementally as a middle grows,
+
+``viable``
+    some continuation ``w`` makes ``L + m + w + R`` valid, and
+``complete``
+    ``L + m + R`` is valid.
+
+How (and how this departs from the seed paper)
+-----------------------------------------------
+The paper lexes R on its own into a regular language of symbol streams
+(guessing the indentation, the bracket depth and how much of R continues the
+middle's last symbol) and parses it backwards.  Here the left context is
+known exactly, so R is never guessed at: it is lexed and parsed forward from
+the real state after ``L + m``, with the real indentation stack and bracket
+depth.  The answers are exact, with none of the paper's indentation
+trade-offs (section VI-B).  What keeps it fast is sharing:
+
+* *Viability needs no look at R.*  If ``L + m`` is a viable prefix, some ``w``
+  closes every open construct and ends the line at top level, and any right
+  context that is the suffix of some valid module can follow after a second
+  piece of ``w``.  So ``viable`` is the left recognizer's answer, provided the
+  quotient is not empty.
+* *Right-context parses are hash-consed.*  Charts built while parsing R are
+  interned by (place in R, items, origins): two middles whose parses reach
+  the same items with the same origins at the same place in R share every
+  chart from there on.  At each clean line start of R (no bracket, string or
+  pending symbol open) the result of the rest of the parse is memoised under
+  (offset in R, indentation stack, chart).  A completeness check therefore
+  parses R only until it meets a parse it has seen, typically the end of
+  the statement that holds the cursor.
+* *A probe warms the memo at construction.*  The statement under the cursor
+  is replaced by ``pass`` at the same indentation and R is parsed from the end
+  of its line: the chart there equals the one any middle reaches when it
+  completes that simple statement, so the first real check is already cheap.
+* *Left contexts are reused.*  Recognizer states are kept at every line start
+  of L; a new left context that shares a prefix with the previous one
+  restarts from the last line start before they differ.
+
+Example::
+
+    >>> q = Quotient("def f(x):\\n    return x +", " 1\\n")
+    >>> s = q.initial
+    >>> s.viable, s.complete
+    (True, False)
+    >>> s = s.feed(" 2 *")
+    >>> s.viable, s.complete
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from lexer import LexError, LexState
+
+from .earley import Chart
+from .recognizer import Recognizer, RecognizerState
+from .suffix import right_context_can_end_module
+
+__all__ = ["Quotient", "QuotientBuilder", "QuotientState"]
+
+#: Charts of the right context get positions above every left-context chart.
+_RIGHT_BASE = 1 << 48
+#: Room for zero-width symbols (DEDENTs) at one offset before positions overlap.
+_POS_STRIDE = 128
+#: Line ends of R at which construction probes with ``pass`` (see ``probe``).
+_PROBE_LINES = 200
+#: A right context keeps at most this many interned charts before starting afresh.
+_TABLE_LIMIT = 400_000
+
+
+_LINE_BREAK_RE = re.compile(r"\r\n|\r|\n")
+
+
+def _line_ends(text: str) -> list[int]:
+    """Offsets just after each line break of ``text`` (\\n, \\r\\n or \\r), plus its end."""
+    ends = [m.end() for m in _LINE_BREAK_RE.finditer(text)]
+    if not ends or ends[-1] != len(text):
+        ends.append(len(text))
+    return ends
+
+
+class _LeftIndex:
+    """Recognizer states at every line start of a left context, for reuse."""
+
+    __slots__ = ("offsets", "states", "text")
+
+    def __init__(self, text: str, offsets: list[int], states: list[RecognizerState]):
+        self.text = text
+        self.offsets = offsets
+        self.states = states
+
+    @classmethod
+    def build(
+        cls, recognizer: Recognizer, text: str, previous: _LeftIndex | None
+    ) -> tuple[_LeftIndex, RecognizerState]:
+        offsets = [0]
+        states = [recognizer.initial()]
+        if previous is not None:
+            keep = previous.shared_lines(text)
+            offsets = previous.offsets[:keep]
+            states = previous.states[:keep]
+        state = states[-1]
+        base = start = offsets[-1]
+        for relative_end in _line_ends(text[base:]):
+            end = base + relative_end
+            if end == start:
+                continue
+            state = state.feed(text[start:end])
+            start = end
+            if end < len(text) and state.chart is not None:
+                offsets.append(end)
+                states.append(state)
+        return cls(text, offsets, states), state
+
+    def shared_lines(self, text: str) -> int:
+        """How many stored line starts lie in the prefix ``text`` shares with ours."""
+        offsets = self.offsets
+        lo, hi = 1, len(offsets)
+        # largest k such that text[:offsets[k-1]] == self.text[:offsets[k-1]]
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            cut = offsets[mid - 1]
+            if text[:cut] == self.text[:cut]:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def clean_line_start(self, limit: int) -> tuple[int, RecognizerState] | None:
+        """The last stored state at a clean line start at or before ``limit``."""
+        k = bisect.bisect_right(self.offsets, limit) - 1
+        while k >= 0:
+            state = self.states[k]
+            if state.lex is not None and state.lex.sync_key() is not None:
+                return self.offsets[k], state
+            k -= 1
+        return None
+
+
+class _RightContext:
+    """Everything learnt about one right context: interned charts and results."""
+
+    __slots__ = ("_can_end", "line_ends", "memo", "probed", "recognizer", "table", "text")
+
+    def __init__(self, recognizer: Recognizer, text: str):
+        self.recognizer = recognizer
+        self.text = text
+        self.line_ends = _line_ends(text)
+        self.table: dict[tuple[object, ...], Chart] = {}
+        self.memo: dict[tuple[int, object, Chart], bool] = {}
+        self.probed: set[int] = set()
+        self._can_end: bool | None = None
+
+    @property
+    def can_end_module(self) -> bool:
+        """Whether some text before R makes a valid module (see ``suffix``)."""
+        if self._can_end is None:
+            self._can_end = right_context_can_end_module(self.text, self.recognizer.version)
+        return self._can_end
+
+    def accepts_after(self, lex: LexState, chart: Chart) -> bool:
+        """Whether the text parsed into (lex, chart), followed by R, is a valid module."""
+        return self._run(lex, chart, 0, lex.offset)
+
+    def _run(self, lex: LexState, chart: Chart, r: int, base: int) -> bool:
+        """Parse R[r:] on from (lex, chart); ``base`` is the absolute offset of R[0]."""
+        if len(self.table) > _TABLE_LIMIT:
+            self.table.clear()
+            self.memo.clear()
+        text = self.text
+        memo = self.memo
+        visited: list[tuple[int, object, Chart]] = []
+        ends = self.line_ends
+        k = bisect.bisect_right(ends, r)
+        result = False
+        current: Chart | None = chart
+        while True:
+            if r >= len(text):
+                try:
+                    symbols = lex.finish()
+                except LexError:
+                    break
+                current = self._scan(current, symbols, base)
+                result = current is not None and current.accepting
+                break
+            end = ends[k]
+            k += 1
+            try:
+                lex, symbols = lex.feed(text[r:end])
+            except LexError:
+                break
+            r = end
+            current = self._scan(current, symbols, base)
+            if current is None:
+                break
+            sync = lex.sync_key()
+            if sync is not None:
+                key: tuple[int, object, Chart] = (r, sync, current)
+                known = memo.get(key)
+                if known is not None:
+                    result = known
+                    break
+                visited.append(key)
+        for seen in visited:
+            memo[seen] = result
+        return result
+
+    def _scan(
+        self, chart: Chart | None, symbols: Sequence[tuple[str, str, int]], base: int
+    ) -> Chart | None:
+        if chart is None:
+            return None
+        rec = self.recognizer
+        table = self.table
+        for kind, text, start in symbols:
+            symbol = rec.symbol_id(kind, text)
+            if symbol is None:
+                return None
+            offset = start - base
+            pos = _RIGHT_BASE + _POS_STRIDE * (offset if offset > 0 else 0)
+            if pos <= chart.pos:
+                pos = chart.pos + 1
+            next_chart = chart.step_shared(symbol, pos, table)
+            if next_chart is None:
+                return None
+            chart = next_chart
+        return chart
+
+    def probe(self, left: _LeftIndex, left_text: str) -> None:
+        """Warm the memo with ``pass`` in place of the statement under the cursor.
+
+        The statement that holds the cursor starts at the last clean line
+        start of L.  For each of the first line ends of R, parse the rest of R
+        after ``<indent>pass<newline>`` placed at that line end: a middle that
+        completes a simple statement ending there reaches the same chart, so
+        its first completeness check stops at the memo.  After the first
+        probe the others meet its memo within a line or two.
+        """
+        found = left.clean_line_start(len(left_text))
+        if found is None:
+            return
+        offset, state = found
+        if offset in self.probed:
+            return
+        self.probed.add(offset)
+        line = left_text[offset:]
+        indent = line[: len(line) - len(line.lstrip(" \t\f"))]
+        probe = state.feed(indent + "pass")
+        if probe.lex is None or probe.chart is None:
+            return
+        text = self.text
+        for q in self.line_ends[:_PROBE_LINES]:
+            if text.endswith("\r\n", 0, q):
+                newline = "\r\n"
+            elif q and text[q - 1] in "\r\n":
+                newline = text[q - 1]
+            else:
+                break  # the last line has no line break
+            try:
+                lex, symbols = probe.lex.feed(newline)
+            except LexError:
+                return
+            base = probe.lex.offset - (q - len(newline))
+            chart = self._scan(probe.chart, symbols, base)
+            if chart is None or lex.sync_key() is None:
+                return
+            self._run(lex, chart, q, base)
+
+
+class Quotient:
+    """The quotient language of one (left, right) pair; see the module docstring."""
+
+    def __init__(
+        self,
+        left: str,
+        right: str,
+        target: str | Sequence[int] = (3, 13),
+        *,
+        builder: QuotientBuilder | None = None,
+    ):
+        if builder is None:
+            builder = QuotientBuilder(target)
+        self.left = left
+        self.right = right
+        self.recognizer = builder.recognizer
+        left_index, left_state = builder._left(left)
+        self._right = builder._right_context(right)
+        #: No middle can work: the left context is already broken, or no text
+        #: at all can precede the right context in a valid module.
+        self.empty = not left_state.viable or not self._right.can_end_module
+        if not self.empty:
+            self._right.probe(left_index, left)
+        self.initial = QuotientState(self, left_state)
+
+    @property
+    def target(self) -> tuple[int, int]:
+        return self.recognizer.version
+
+
+class QuotientState:
+    """An immutable state of the quotient after some middle text."""
+
+    __slots__ = ("_complete", "quotient", "state")
+
+    def __init__(self, quotient: Quotient, state: RecognizerState):
+        self.quotient = quotient
+        self.state = state
+        self._complete: bool | None = None
+
+    def feed(self, text: str) -> QuotientState:
+        """The state after ``text`` more of the middle."""
+        if not text:
+            return self
+        return QuotientState(self.quotient, self.state.feed(text))
+
+    @property
+    def viable(self) -> bool:
+        """Some continuation of the middle makes the whole file valid."""
+        return not self.quotient.empty and self.state.viable
+
+    @property
+    def complete(self) -> bool:
+        """Left context + middle + right context is a valid module."""
+        if self._complete is None:
+            state = self.state
+            if state.lex is None or state.chart is None or self.quotient.empty:
+                self._complete = False
+            else:
+                self._complete = self.quotient._right.accepts_after(state.lex, state.chart)
+        return self._complete
+
+    @property
+    def error(self) -> str | None:
+        """Why the middle is not viable, when the recognizer knows."""
+        return self.state.error
+
+
+class QuotientBuilder:
+    """Builds quotients for one target, reusing work between related requests.
+
+    An editor asks again after every keystroke: the new left context usually
+    extends the previous one and the right context is unchanged.  The builder
+    keeps the line-start states of the last left context and the memo of the
+    last few right contexts.
+    """
+
+    def __init__(self, target: str | Sequence[int] = (3, 13), *, right_cache: int = 4):
+        self.recognizer = Recognizer(target)
+        self._left_index: _LeftIndex | None = None
+        self._rights: OrderedDict[str, _RightContext] = OrderedDict()
+        self._right_cache = right_cache
+
+    def build(self, left: str, right: str) -> Quotient:
+        return Quotient(left, right, builder=self)
+
+    def _left(self, text: str) -> tuple[_LeftIndex, RecognizerState]:
+        index, state = _LeftIndex.build(self.recognizer, text, self._left_index)
+        self._left_index = index
+        return index, state
+
+    def _right_context(self, text: str) -> _RightContext:
+        context = self._rights.get(text)
+        if context is None:
+            context = _RightContext(self.recognizer, text)
+            self._rights[text] = context
+            while len(self._rights) > self._right_cache:
+                self._rights.popitem(last=False)
+        else:
+            self._rights.move_to_end(text)
+        return context

@@ -1,0 +1,202 @@
+"""Can a right context end some valid module at all?
+
+A FIM quotient is empty exactly when no text ``u`` makes ``u + R`` a valid
+module: whatever the left context, a middle can first close everything the
+left context opened and then play the part of ``u``.  This module decides
+that question for a right context R on its own, the way the seed paper
+builds its right quotients: R is lexed into the symbol streams it can stand
+for, and each stream is parsed *backwards* with the reversed grammar, whose
+viable prefixes are exactly the reversals of suffixes of the language.
+
+The symbol streams depend on what ``u`` left the lexer doing where R begins,
+so R is lexed under each *start mode*:
+
+* inside a comment (R's first line is comment text),
+* at a symbol boundary, mid-line or at the start of a line,
+* after a line continuation, when R begins with a line break,
+* inside each kind of string literal (quote, triple quote, raw, f-string),
+
+with the bracket depth and indentation that R needs: an unmatched closing
+bracket in R means ``u`` opened it, a dedent to an unknown column means ``u``
+indented to it, and R's first logical line may indent, stay or dedent one or
+more levels.  A mode that fails to lex is dropped; R can end a module when
+some remaining stream is a viable reversed prefix.  Variants are tried until
+one succeeds, so the common case costs one lexing and one backward parse.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+
+from lexer import LexError, LexState
+
+from .earley import Automaton, Chart
+from .grammar_tools import Grammar, load_grammar
+
+__all__ = ["right_context_can_end_module"]
+
+_OPENERS = {")": "(", "]": "[", "}": "{"}
+#: Bounds on the repairs tried for one start mode (each repair re-lexes R).
+_MAX_REPAIRS = 64
+_MAX_EXTRA_DEDENTS = 3
+
+_STRING_HEADS = tuple(
+    prefix + quote for quote in ("'''", '"""', "'", '"') for prefix in ("", "r", "f", "rf")
+)
+
+
+@functools.cache
+def _reversed_automaton(version: tuple[int, int]) -> tuple[Automaton, dict[str, int], Grammar]:
+    grammar = load_grammar(version)
+    reversed_grammar = Grammar(
+        version=grammar.version,
+        symbol_names=grammar.symbol_names,
+        n_terminals=grammar.n_terminals,
+        productions=tuple((lhs, rhs[::-1]) for lhs, rhs in grammar.productions),
+        soft_keywords=grammar.soft_keywords,
+        terminal_ids=grammar.terminal_ids,
+        start=grammar.start,
+    )
+    auto = Automaton(reversed_grammar)
+    soft = {
+        word: auto.scan_class((grammar.terminal_ids["NAME"], grammar.terminal_ids[word]))
+        for word in grammar.soft_keywords
+    }
+    return auto, soft, grammar
+
+
+def _leading_whitespace(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t\f"))]
+
+
+def _column(whitespace: str) -> int:
+    return len(whitespace.expandtabs(8))
+
+
+class _Attempt:
+    """One way ``u`` may end: a start mode plus the brackets and indentation R needs."""
+
+    def __init__(self, head: str, at_line_start: bool):
+        self.head = head
+        self.at_line_start = at_line_start
+        self.openers = ""
+        self.levels: list[str] = []  # indentation strings of u's open blocks, innermost last
+
+    def prefix(self) -> str:
+        lines = ["x\n"]
+        lines.extend(level + "x:\n" for level in self.levels)
+        current = self.levels[-1] if self.levels else ""
+        if self.at_line_start:
+            return "".join(lines) + (current + "x" + self.openers + "\n" if self.openers else "")
+        return "".join(lines) + current + "x" + self.openers + " " + self.head
+
+    def add_level(self, whitespace: str) -> bool:
+        if whitespace in self.levels or not whitespace:
+            return False
+        self.levels.append(whitespace)
+        self.levels.sort(key=_column)
+        return True
+
+
+def _lex(attempt: _Attempt, text: str, version: tuple[int, int]) -> list[tuple[str, str, int]]:
+    """R's symbols in this attempt's mode, repairing brackets and indentation.
+
+    Raises LexError when the mode cannot lex R.
+    """
+    for _ in range(_MAX_REPAIRS):
+        prefix = attempt.prefix()
+        state, _ = LexState.initial(target=version).feed(prefix)
+        try:
+            state, symbols = state.feed(text)
+            symbols.extend(state.finish())
+        except LexError as exc:
+            where = exc.offset - len(prefix)
+            message = exc.message
+            if message.startswith("unmatched '") and where >= 0:
+                closer = message[len("unmatched '")]
+                if closer in _OPENERS and len(attempt.openers) < 190:
+                    attempt.openers = _OPENERS[closer] + attempt.openers
+                    continue
+            if message.startswith("unindent does not match") and where >= 0:
+                line_start = max(text.rfind("\n", 0, where), text.rfind("\r", 0, where)) + 1
+                if attempt.add_level(_leading_whitespace(text[line_start:])):
+                    continue
+            raise
+        start = len(prefix)
+        return [s for s in symbols if s[2] >= start]
+    raise LexError("too many repairs", 0)
+
+
+def _first_line_variants(attempt: _Attempt, text: str) -> Iterator[_Attempt]:
+    """The attempt itself, then R's first logical line staying or dedenting more."""
+    yield attempt
+    if attempt.at_line_start:
+        first = text
+    else:
+        breaks = [i for i in (text.find("\n"), text.find("\r")) if i >= 0]
+        if not breaks:
+            return
+        first = text[min(breaks) + 1 :].lstrip("\r\n")
+    whitespace = _leading_whitespace(first)
+    column = _column(whitespace)
+    below = [level for level in attempt.levels if _column(level) < column]
+    stay = _Attempt(attempt.head, attempt.at_line_start)
+    stay.openers = attempt.openers
+    stay.levels = [*below, whitespace] if whitespace else below
+    yield stay
+    for extra in range(1, _MAX_EXTRA_DEDENTS + 1):
+        deeper = _Attempt(attempt.head, attempt.at_line_start)
+        deeper.openers = attempt.openers
+        deeper.levels = [*stay.levels, *(whitespace + " " * k for k in range(1, extra + 1))]
+        yield deeper
+
+
+def _reverse_viable(
+    version: tuple[int, int], symbols: list[tuple[str, str, int]], keep: list[Chart]
+) -> bool:
+    auto, soft, grammar = _reversed_automaton(version)
+    ids = grammar.terminal_ids
+    chart: Chart | None = Chart.initial(auto)
+    keep.append(chart)  # type: ignore[arg-type]
+    for kind, text, _start in reversed(symbols):
+        symbol = soft.get(text) if kind == "NAME" else None
+        if symbol is None:
+            symbol = ids.get(kind)
+            if symbol is None:
+                return False
+        assert chart is not None
+        chart = chart.step(symbol)
+        if chart is None:
+            return False
+        keep.append(chart)  # shared tails of later attempts hit the step memo
+    return True
+
+
+def right_context_can_end_module(text: str, version: tuple[int, int]) -> bool:
+    """Whether some ``u`` makes ``u + text`` a valid module for ``version``.
+
+    Never answers False for a right context that can be completed within the
+    modes described in the module docstring.
+    """
+    if not text:
+        return True
+    keep: list[Chart] = []
+    heads: list[tuple[str, bool]] = [("#", False), ("", False), ("", True)]
+    if text[0] in "\r\n":
+        heads.append(("\\", False))
+    heads.extend((head, False) for head in _STRING_HEADS)
+    for head, at_line_start in heads:
+        try:
+            base = _Attempt(head, at_line_start)
+            _lex(base, text, version)
+        except LexError:
+            continue
+        for attempt in _first_line_variants(base, text):
+            try:
+                symbols = _lex(attempt, text, version)
+            except LexError:
+                continue
+            if _reverse_viable(version, symbols, keep):
+                return True
+    return False
