@@ -516,6 +516,7 @@ class FileResult:
     mutants: int = 0
     mutant_disagreements: int = 0
     mutants_unknown: int = 0
+    mutants_valid: int = 0
     recognize_ns: int | None = None
     step_ns: list[int] = field(default_factory=list)
     disagreements: list[Disagreement] = field(default_factory=list)
@@ -751,6 +752,8 @@ class FileChecker:
             if mv.ok is None:
                 res.mutants_unknown += 1
                 continue
+            if mv.ok:
+                res.mutants_valid += 1
             self.pos = mutant.offset
             j = min(bisect.bisect_right(starts, mutant.offset), len(states)) - 1
             got = states[j].feed(mutant.text[starts[j] :]).complete
@@ -847,6 +850,7 @@ class Report:
             "mutants": sum(r.mutants for r in rs),
             "mutant_disagreements": sum(r.mutant_disagreements for r in rs),
             "mutants_without_verdict": sum(r.mutants_unknown for r in rs),
+            "mutants_accepted_by_oracle": sum(r.mutants_valid for r in rs),
             "consistency_failures": sum(r.count("consistency") for r in rs),
             "crashes": sum(r.count("crash") for r in rs),
             "timeouts": sum(r.count("timeout") for r in rs),
@@ -882,7 +886,8 @@ class Report:
             f"  membership   {d['oracle_accepted']} accepted / {d['oracle_rejected']} rejected "
             f"by the oracle; {d['membership_disagreements']} disagreements",
             f"  prefixes     {d['prefix_checks']} checked; {d['prefix_failures']} not viable",
-            f"  mutants      {d['mutants']} checked; {d['mutant_disagreements']} disagreements"
+            f"  mutants      {d['mutants']} checked ({d['mutants_accepted_by_oracle']} valid for "
+            f"the oracle); {d['mutant_disagreements']} disagreements"
             f" ({d['mutants_without_verdict']} without oracle verdict)",
             f"  problems     {d['crashes']} crashes, {d['timeouts']} timeouts, "
             f"{d['consistency_failures']} consistency failures, "

@@ -42,13 +42,15 @@ trade-offs (section VI-B).  What keeps it fast is sharing:
 
 Example::
 
-    >>> q = Quotient("def f(x):\\n    return x +", " 1\\n")
+    >>> q = Quotient("def f(x):\\n    return (x +", ")\\n")
     >>> s = q.initial
     >>> s.viable, s.complete
     (True, False)
-    >>> s = s.feed(" 2 *")
+    >>> s = s.feed(" 1")
     >>> s.viable, s.complete
     (True, True)
+    >>> s.feed(" 1 2").viable
+    False
 """
 
 from __future__ import annotations

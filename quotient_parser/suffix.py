@@ -128,17 +128,31 @@ def _lex(attempt: _Attempt, text: str, version: tuple[int, int]) -> list[tuple[s
     raise LexError("too many repairs", 0)
 
 
-def _first_line_variants(attempt: _Attempt, text: str) -> Iterator[_Attempt]:
+def _first_logical_line_indent(
+    attempt: _Attempt, text: str, symbols: list[tuple[str, str, int]]
+) -> str | None:
+    """Leading whitespace of R's first logical line that starts inside R.
+
+    Found from the symbols, not the text: a line break inside a bracket or a
+    string does not start a logical line.
+    """
+    base = len(attempt.prefix())
+    seen_newline = attempt.at_line_start
+    for kind, _text, start in symbols:
+        if kind == "NEWLINE":
+            seen_newline = True
+            continue
+        if kind in ("INDENT", "DEDENT", "ENDMARKER") or not seen_newline:
+            continue
+        offset = start - base
+        line_start = max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1
+        return _leading_whitespace(text[line_start:])
+    return None
+
+
+def _first_line_variants(attempt: _Attempt, text: str, whitespace: str) -> Iterator[_Attempt]:
     """The attempt itself, then R's first logical line staying or dedenting more."""
     yield attempt
-    if attempt.at_line_start:
-        first = text
-    else:
-        breaks = [i for i in (text.find("\n"), text.find("\r")) if i >= 0]
-        if not breaks:
-            return
-        first = text[min(breaks) + 1 :].lstrip("\r\n")
-    whitespace = _leading_whitespace(first)
     column = _column(whitespace)
     below = [level for level in attempt.levels if _column(level) < column]
     stay = _Attempt(attempt.head, attempt.at_line_start)
@@ -187,12 +201,17 @@ def right_context_can_end_module(text: str, version: tuple[int, int]) -> bool:
         heads.append(("\\", False))
     heads.extend((head, False) for head in _STRING_HEADS)
     for head, at_line_start in heads:
+        base = _Attempt(head, at_line_start)
         try:
-            base = _Attempt(head, at_line_start)
-            _lex(base, text, version)
+            symbols = _lex(base, text, version)
         except LexError:
             continue
-        for attempt in _first_line_variants(base, text):
+        if _reverse_viable(version, symbols, keep):
+            return True
+        whitespace = _first_logical_line_indent(base, text, symbols)
+        if whitespace is None:
+            continue
+        for attempt in _first_line_variants(base, text, whitespace):
             try:
                 symbols = _lex(attempt, text, version)
             except LexError:
