@@ -1,0 +1,416 @@
+"""Fill the middle with a language model, one syntax-checked token at a time.
+
+The loop follows section VII-B of the seed paper and PICARD's top-k checking:
+after each model step the candidates are ranked by the logits and tried in
+order against the FIM quotient until one keeps the middle *viable*; an
+end-of-generation token is accepted only where the middle is *complete*
+(``left + middle + right`` parses).  When no candidate in the top k is viable
+generation stops; at the token or time limit the best complete stopping
+point seen is returned (length-normalised log-probability including the
+end-of-generation probability there).
+
+Three modes share the loop so that they can be compared on equal terms:
+
+``constrained``  the above (the default);
+``unconstrained`` the model's own choice at every step, no syntax checks;
+``checked``      unconstrained, then the longest prefix of its output with
+                 which ``ast.parse`` accepts the file.
+
+Token text comes from the model's vocabulary as bytes; a token that ends
+inside a UTF-8 sequence is held back until the character is whole.  When
+the cursor is inside a word, the word's last token is taken out of the prompt
+and the first generated tokens must reproduce it (token healing), because a
+prompt cut mid-token is text the model never saw in training.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from quotient_parser.quotient import Quotient, QuotientState
+
+__all__ = ["Completion", "DecodeOptions", "LanguageModel", "generate"]
+
+Mode = Literal["constrained", "unconstrained", "checked"]
+FloatArray = npt.NDArray[np.float32]
+
+
+class LanguageModel(Protocol):
+    """What the decoder needs from a model (``lsp_server.model.FimModel`` provides it)."""
+
+    @property
+    def vocab_bytes(self) -> list[bytes]: ...
+    @property
+    def eog_ids(self) -> Sequence[int]: ...
+    def eog(self, token: int) -> bool: ...
+    def tokenize(
+        self, text: str, add_special: bool = ..., parse_special: bool = ...
+    ) -> list[int]: ...
+    def build_fim_prompt(
+        self, prefix: str, suffix: str, max_new_tokens: int = ..., margin: int = ...
+    ) -> list[int]: ...
+    def evaluate(self, tokens: Sequence[int]) -> FloatArray: ...
+    def append(self, token: int) -> FloatArray: ...
+
+
+@dataclass(frozen=True)
+class DecodeOptions:
+    """Settings of one completion request."""
+
+    mode: Mode = "constrained"
+    max_tokens: int = 128
+    top_k: int = 50
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = 0
+    single_line: bool = False
+    deadline_s: float | None = None
+    token_healing: bool = True
+
+
+@dataclass
+class Completion:
+    """The middle and how it came to be."""
+
+    middle: str
+    stop_reason: str
+    complete: bool | None
+    tokens: int
+    timings: dict[str, float] = field(default_factory=dict)
+    parser_us: list[float] = field(default_factory=list)
+    healed: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "middle": self.middle,
+            "stop_reason": self.stop_reason,
+            "complete": self.complete,
+            "tokens": self.tokens,
+            "timings": self.timings,
+            "healed": self.healed,
+        }
+
+
+class _Utf8Buffer:
+    """Split byte strings into whole characters and a held-back incomplete tail."""
+
+    @staticmethod
+    def split(data: bytes) -> tuple[str, bytes] | None:
+        """(decodable text, incomplete tail), or None for bytes that are not UTF-8."""
+        try:
+            return data.decode("utf-8"), b""
+        except UnicodeDecodeError as exc:
+            if exc.reason != "unexpected end of data" or exc.end != len(data):
+                return None
+            head = data[: exc.start].decode("utf-8")
+            return head, data[exc.start :]
+
+
+def _heal_split(model: LanguageModel, left: str) -> tuple[str, str]:
+    """Split the left context before the last token of a word under the cursor."""
+    if not left or not (left[-1].isalnum() or left[-1] == "_"):
+        return left, ""
+    line_start = max(left.rfind("\n"), left.rfind("\r")) + 1
+    line = left[line_start:]
+    tokens = model.tokenize(line)
+    if not tokens:
+        return left, ""
+    vocab = model.vocab_bytes
+    last = vocab[tokens[-1]].decode("utf-8", errors="replace")
+    if (
+        not last
+        or not line.endswith(last)
+        or not all(c.isalnum() or c == "_" for c in last.strip())
+    ):
+        return left, ""
+    cut = len(left) - len(last)
+    return left[:cut], left[cut:]
+
+
+def _log_softmax(logits: FloatArray) -> FloatArray:
+    top = float(np.max(logits))
+    shifted = logits - top
+    return shifted - float(np.log(np.sum(np.exp(shifted))))
+
+
+class _Ranker:
+    """Orders candidate tokens: greedy, or sampling order with temperature and top-p."""
+
+    def __init__(self, options: DecodeOptions):
+        self.options = options
+        self.rng = np.random.default_rng(options.seed)
+
+    def order(self, logits: FloatArray, k: int) -> npt.NDArray[np.intp]:
+        opts = self.options
+        k = max(1, min(k, logits.shape[0]))
+        if opts.temperature <= 0:
+            top = np.argpartition(-logits, k - 1)[:k]
+            return top[np.argsort(-logits[top], kind="stable")]
+        scaled = logits / opts.temperature
+        top = np.argpartition(-scaled, k - 1)[:k]
+        top = top[np.argsort(-scaled[top], kind="stable")]
+        if opts.top_p < 1.0:
+            probs = np.exp(scaled[top] - scaled[top[0]])
+            probs /= probs.sum()
+            keep = int(np.searchsorted(np.cumsum(probs), opts.top_p) + 1)
+            top = top[:keep]
+        # Gumbel-max: sorting perturbed scores yields a sample without replacement.
+        gumbel = self.rng.gumbel(size=top.shape[0])
+        return top[np.argsort(-(scaled[top] + gumbel), kind="stable")]
+
+
+def generate(
+    model: LanguageModel,
+    left: str,
+    right: str,
+    options: DecodeOptions | None = None,
+    *,
+    quotient: Quotient | None = None,
+    target: str | Sequence[int] = (3, 13),
+    cancel: Callable[[], bool] | None = None,
+) -> Completion:
+    """Generate the middle between ``left`` and ``right``.
+
+    ``quotient`` may be passed in to reuse one built earlier (the language
+    server keeps a builder per document); it must be for (left, right).
+    ``cancel`` is polled between tokens.
+    """
+    opts = options or DecodeOptions()
+    started = time.perf_counter()
+    deadline = None if opts.deadline_s is None else started + opts.deadline_s
+    timings: dict[str, float] = {}
+
+    if opts.mode == "constrained" and quotient is None:
+        t0 = time.perf_counter()
+        quotient = Quotient(left, right, target)
+        timings["quotient_ms"] = (time.perf_counter() - t0) * 1e3
+
+    prompt_left, forced = _heal_split(model, left) if opts.token_healing else (left, "")
+    t0 = time.perf_counter()
+    prompt = model.build_fim_prompt(prompt_left, right, max_new_tokens=opts.max_tokens)
+    logits = model.evaluate(prompt)
+    timings["prompt_ms"] = (time.perf_counter() - t0) * 1e3
+    timings["prompt_tokens"] = float(len(prompt))
+
+    decoder = _Decoder(model, opts, quotient, forced, deadline, cancel)
+    result = decoder.run(logits)
+    if opts.mode == "checked":
+        result = _checked_prefix(result, left, right)
+    result.healed = forced
+    result.timings.update(timings)
+    result.timings["total_ms"] = (time.perf_counter() - started) * 1e3
+    if result.tokens:
+        gen_ms = result.timings.get("generate_ms", 0.0)
+        result.timings["tokens_per_s"] = result.tokens / (gen_ms / 1e3) if gen_ms > 0 else 0.0
+    if result.parser_us:
+        ordered = sorted(result.parser_us)
+        result.timings["parser_us_per_token_median"] = ordered[len(ordered) // 2]
+        result.timings["parser_us_per_token_p99"] = ordered[
+            min(len(ordered) - 1, int(len(ordered) * 0.99))
+        ]
+    return result
+
+
+class _Decoder:
+    """One generation; holds the loop's state so each piece stays small."""
+
+    def __init__(
+        self,
+        model: LanguageModel,
+        options: DecodeOptions,
+        quotient: Quotient | None,
+        forced: str,
+        deadline: float | None,
+        cancel: Callable[[], bool] | None,
+    ):
+        self.model = model
+        self.opts = options
+        self.constrained = options.mode == "constrained"
+        self.vocab = model.vocab_bytes
+        self.eog_ids = list(model.eog_ids)
+        self.ranker = _Ranker(options)
+        self.deadline = deadline
+        self.cancel = cancel
+        self.forced = forced
+        self.held = b""
+        self.middle = ""
+        self.state: QuotientState | None = quotient.initial if quotient is not None else None
+        self.logprob = 0.0
+        self.tokens = 0
+        self.parser_us: list[float] = []
+        # best complete stopping point: (score, middle)
+        self.best: tuple[float, str] | None = None
+        self.boundaries: list[tuple[str, QuotientState]] = []
+
+    # -- candidate checks -------------------------------------------------
+
+    def _text_of(self, token: int) -> tuple[str, bytes, str] | None:
+        """(middle text, held bytes, forced text left) after ``token``, or None."""
+        split = _Utf8Buffer.split(self.held + self.vocab[token])
+        if split is None:
+            return None
+        text, held = split
+        forced = self.forced
+        if forced:
+            if forced.startswith(text):
+                return "", held, forced[len(text) :]
+            if text.startswith(forced):
+                text, forced = text[len(forced) :], ""
+            else:
+                return None
+        if self.opts.single_line and ("\n" in text or "\r" in text):
+            return None
+        return text, held, forced
+
+    def run(self, logits: FloatArray) -> Completion:
+        opts = self.opts
+        gen_start = time.perf_counter()
+        stop = "max_tokens"
+        while self.tokens < opts.max_tokens:
+            if self.cancel is not None and self.cancel():
+                stop = "cancelled"
+                break
+            if self.deadline is not None and time.perf_counter() > self.deadline:
+                stop = "deadline"
+                break
+            chosen = self._choose(logits)
+            if chosen is None:
+                stop = "no_viable_token"
+                break
+            token, is_end = chosen
+            if is_end:
+                stop = "eos"
+                break
+            self.tokens += 1
+            logits = self.model.append(token)
+        timings = {"generate_ms": (time.perf_counter() - gen_start) * 1e3}
+        middle = self.middle
+        complete: bool | None = None
+        if self.constrained and self.state is not None:
+            if stop == "eos":
+                complete = True
+            else:
+                middle, complete = self._fallback(stop)
+        elif stop == "eos" and self.held:
+            middle += self.held.decode("utf-8", errors="replace")
+        return Completion(middle, stop, complete, self.tokens, timings, self.parser_us)
+
+    def _choose(self, logits: FloatArray) -> tuple[int, bool] | None:
+        """Pick the next token; returns (token, is_end_of_generation) or None."""
+        opts = self.opts
+        logprobs: FloatArray | None = None
+        if not self.constrained:
+            order = self.ranker.order(logits, 1 if opts.temperature <= 0 else opts.top_k)
+            for token in order[:1]:
+                tok = int(token)
+                if self.model.eog(tok):
+                    return tok, True
+                got = self._text_of(tok)
+                if got is None:  # breaks the healed prefix or the single-line rule
+                    continue
+                self.middle += got[0]
+                self.held, self.forced = got[1], got[2]
+                return tok, False
+            return None
+
+        assert self.state is not None
+        parser_ns = 0
+        order = self.ranker.order(logits, opts.top_k)
+        state = self.state
+        # Track the best stopping point here: is the middle so far complete?
+        # (Text still owed to token healing is the left context's own text, so
+        # it does not stand in the way of stopping.)
+        if not self.held:
+            t0 = time.perf_counter_ns()
+            done = state.complete
+            parser_ns += time.perf_counter_ns() - t0
+            if done:
+                logprobs = _log_softmax(logits)
+                end_lp = (
+                    float(np.logaddexp.reduce(logprobs[self.eog_ids]))
+                    if self.eog_ids
+                    else -math.inf
+                )
+                score = (self.logprob + end_lp) / (self.tokens + 1)
+                if self.best is None or score > self.best[0]:
+                    self.best = (score, self.middle)
+        result: tuple[int, bool] | None = None
+        for token in order:
+            tok = int(token)
+            if self.model.eog(tok):
+                if not self.held:
+                    t0 = time.perf_counter_ns()
+                    done = state.complete
+                    parser_ns += time.perf_counter_ns() - t0
+                    if done:
+                        result = (tok, True)
+                        break
+                continue
+            got = self._text_of(tok)
+            if got is None:
+                continue
+            text, held, forced = got
+            if not text and not held and forced == self.forced:
+                continue  # an empty token would loop without progress
+            t0 = time.perf_counter_ns()
+            new_state = state.feed(text) if text else state
+            ok = new_state.viable
+            parser_ns += time.perf_counter_ns() - t0
+            if not ok:
+                continue
+            if logprobs is None:
+                logprobs = _log_softmax(logits)
+            self.logprob += float(logprobs[tok])
+            self.middle += text
+            self.held, self.forced = held, forced
+            self.boundaries.append((self.middle, state))
+            self.state = new_state
+            result = (tok, False)
+            break
+        self.parser_us.append(parser_ns / 1e3)
+        return result
+
+    def _fallback(self, stop: str) -> tuple[str, bool]:
+        """The middle to return when generation did not end by itself."""
+        assert self.state is not None
+        if not self.held and self.state.complete:
+            score = self.logprob / max(self.tokens, 1)
+            if self.best is None or score >= self.best[0]:
+                return self.middle, True
+        if self.best is not None:
+            return self.best[1], True
+        # No token boundary was a valid end: look inside the tokens, longest first.
+        for middle, state in reversed(self.boundaries):
+            for cut in range(len(self.middle), len(middle) - 1, -1):
+                candidate = self.middle[:cut]
+                if state.feed(candidate[len(middle) :]).complete:
+                    return candidate, True
+        return self.middle, False
+
+
+def _checked_prefix(result: Completion, left: str, right: str) -> Completion:
+    """Keep the longest prefix of the output with which the file parses (ast.parse)."""
+    middle = result.middle
+    for cut in range(len(middle), -1, -1):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ast.parse(left + middle[:cut] + right)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            continue
+        result.middle = middle[:cut]
+        result.complete = True
+        if cut < len(middle):
+            result.stop_reason = "checked_prefix"
+        return result
+    result.complete = False
+    return result
