@@ -51,6 +51,8 @@ class LanguageModel(Protocol):
     def vocab_bytes(self) -> list[bytes]: ...
     @property
     def eog_ids(self) -> Sequence[int]: ...
+    @property
+    def has_fim(self) -> bool: ...
     def eog(self, token: int) -> bool: ...
     def tokenize(
         self, text: str, add_special: bool = ..., parse_special: bool = ...
@@ -75,6 +77,10 @@ class DecodeOptions:
     single_line: bool = False
     deadline_s: float | None = None
     token_healing: bool = True
+    #: Stop at the first line end where the middle is complete.  None: only for
+    #: models without FIM tokens, which never see the right context and so
+    #: would go on to write what already follows the cursor.
+    stop_when_connected: bool | None = None
 
 
 @dataclass
@@ -235,6 +241,9 @@ class _Decoder:
         self.model = model
         self.opts = options
         self.constrained = options.mode == "constrained"
+        connect = options.stop_when_connected
+        self.stop_when_connected = (not model.has_fim) if connect is None else connect
+        self.right_starts_line = quotient is not None and quotient.right[:1] in ("\n", "\r", "")
         self.vocab = model.vocab_bytes
         self.eog_ids = list(model.eog_ids)
         self.ranker = _Ranker(options)
@@ -282,6 +291,9 @@ class _Decoder:
             if self.deadline is not None and time.perf_counter() > self.deadline:
                 stop = "deadline"
                 break
+            if self.stop_when_connected and self.tokens and self._connected():
+                stop = "connected"
+                break
             chosen = self._choose(logits)
             if chosen is None:
                 stop = "no_viable_token"
@@ -296,7 +308,7 @@ class _Decoder:
         middle = self.middle
         complete: bool | None = None
         if self.constrained and self.state is not None:
-            if stop == "eos":
+            if stop in ("eos", "connected"):
                 complete = True
             else:
                 middle, complete = self._fallback(stop)
@@ -379,15 +391,20 @@ class _Decoder:
         self.parser_us.append(parser_ns / 1e3)
         return result
 
+    def _connected(self) -> bool:
+        """The middle is complete and ends a line (see ``stop_when_connected``)."""
+        if self.state is None or self.held:
+            return False
+        at_line_end = self.middle.endswith(("\n", "\r")) or self.right_starts_line
+        return at_line_end and self.state.complete
+
     def _fallback(self, stop: str) -> tuple[str, bool]:
         """The middle to return when generation did not end by itself."""
         assert self.state is not None
-        if not self.held and self.state.complete:
-            score = self.logprob / max(self.tokens, 1)
-            if self.best is None or score >= self.best[0]:
-                return self.middle, True
         if self.best is not None:
             return self.best[1], True
+        if not self.held and self.state.complete:
+            return self.middle, True
         # No token boundary was a valid end: look inside the tokens, longest first.
         for middle, state in reversed(self.boundaries):
             for cut in range(len(self.middle), len(middle) - 1, -1):

@@ -1,0 +1,183 @@
+"""The ``fimlsp`` command line.
+
+``fimlsp complete FILE --line L --column C`` prints a syntax-checked middle
+for the cursor at that position; ``fimlsp check FILE...`` tells whether files
+are valid modules for the target Python version and, if not, where the text
+stops being a viable prefix.  The language server joins this entry point
+when it lands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from quotient_parser.recognizer import Recognizer, SourceDecodeError, decode_source
+
+
+def _first_dead_line(rec: Recognizer, text: str) -> int | None:
+    """1-based line where the text stops being a viable prefix, if it does."""
+    state = rec.initial()
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        state = state.feed(line)
+        if not state.viable:
+            return number
+    return None
+
+
+def _check(args: argparse.Namespace) -> int:
+    rec = Recognizer(args.target)
+    results = []
+    for name in args.files:
+        path = Path(name)
+        entry: dict[str, object] = {"file": name}
+        try:
+            text = decode_source(path.read_bytes())
+        except OSError as exc:
+            entry.update(valid=False, error=f"cannot read file: {exc.strerror}")
+        except SourceDecodeError as exc:
+            entry.update(valid=False, error=str(exc))
+        else:
+            state = rec.initial().feed(text)
+            entry["valid"] = state.complete
+            if not state.complete:
+                entry["error"] = state.why_not_complete()
+                entry["line"] = _first_dead_line(rec, text)
+        results.append(entry)
+    if args.json:
+        print(json.dumps(results if len(results) > 1 else results[0], indent=2))
+    else:
+        for entry in results:
+            if entry["valid"]:
+                print(f"{entry['file']}: valid Python {args.target}")
+            else:
+                where = f" (line {entry['line']})" if entry.get("line") else ""
+                print(f"{entry['file']}: invalid{where}: {entry['error']}")
+    return 0 if all(e["valid"] for e in results) else 1
+
+
+def _cursor_offset(text: str, line: int, column: int) -> int:
+    """Offset of a 1-based line and column (column counted in characters)."""
+    if line < 1 or column < 1:
+        raise ValueError(f"line and column are 1-based, got {line}:{column}")
+    lines = text.splitlines(keepends=True) or [""]
+    if line > len(lines) + (1 if text.endswith(("\n", "\r")) else 0):
+        raise ValueError(f"line {line} is past the end of the file ({len(lines)} lines)")
+    offset = sum(len(x) for x in lines[: line - 1])
+    current = lines[line - 1] if line <= len(lines) else ""
+    body = current.rstrip("\r\n")
+    if column > len(body) + 1:
+        raise ValueError(f"column {column} is past the end of line {line} ({len(body)} characters)")
+    return offset + column - 1
+
+
+def _complete(args: argparse.Namespace) -> int:
+    # Imported here: `fimlsp check` must not pay for loading llama.cpp.
+    from .completion import DecodeOptions, generate
+    from .model import ModelError, open_model
+
+    path = Path(args.file)
+    try:
+        text = decode_source(path.read_bytes())
+    except OSError as exc:
+        print(f"fimlsp: error: cannot read {path}: {exc.strerror}", file=sys.stderr)
+        return 2
+    except SourceDecodeError as exc:
+        print(f"fimlsp: error: {path}: {exc}", file=sys.stderr)
+        return 2
+    offset = _cursor_offset(text, args.line, args.column)
+    left, right = text[:offset], text[offset:]
+    try:
+        model = open_model(
+            args.model,
+            n_ctx=args.ctx_size,
+            n_threads=args.threads,
+            n_gpu_layers=args.gpu_layers,
+            seed=args.seed,
+        )
+    except ModelError as exc:
+        print(f"fimlsp: error: {exc}", file=sys.stderr)
+        return 2
+    options = DecodeOptions(
+        mode=args.mode,
+        max_tokens=args.max_tokens,
+        top_k=args.top_k,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        seed=args.seed,
+        single_line=args.single_line,
+        deadline_s=args.deadline,
+    )
+    result = generate(model, left, right, options, target=args.target)
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2))
+    else:
+        sys.stdout.write(result.middle)
+        if not result.middle.endswith("\n"):
+            sys.stdout.write("\n")
+        sys.stdout.flush()
+        print(
+            f"-- {result.stop_reason}, complete={result.complete}, {result.tokens} tokens, "
+            f"{result.timings.get('total_ms', 0.0):.0f} ms",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fimlsp", description="Syntax-guaranteed fill-in-the-middle completion for Python."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser(
+        "check", help="check whether files are valid Python for a target version"
+    )
+    check.add_argument("files", nargs="+", metavar="FILE")
+    check.add_argument("--target", default="3.13", help="target Python version (3.8 to 3.13)")
+    check.add_argument("--json", action="store_true", help="print JSON")
+    check.set_defaults(func=_check)
+
+    comp = sub.add_parser(
+        "complete", help="print a syntax-checked completion for a cursor position in FILE"
+    )
+    comp.add_argument("file", metavar="FILE")
+    comp.add_argument("--line", type=int, required=True, help="1-based line of the cursor")
+    comp.add_argument("--column", type=int, required=True, help="1-based column (characters)")
+    comp.add_argument(
+        "--model",
+        default=None,
+        help="GGUF path, hf://owner/repo/file.gguf, or 'default' (the embedded default model)",
+    )
+    comp.add_argument(
+        "--mode", choices=["constrained", "unconstrained", "checked"], default="constrained"
+    )
+    comp.add_argument("--max-tokens", type=int, default=64)
+    comp.add_argument("--top-k", type=int, default=50)
+    comp.add_argument("--temperature", type=float, default=0.0)
+    comp.add_argument("--top-p", type=float, default=1.0)
+    comp.add_argument("--seed", type=int, default=0)
+    comp.add_argument("--single-line", action="store_true", help="the middle may not span lines")
+    comp.add_argument("--deadline", type=float, default=None, help="seconds for the whole request")
+    comp.add_argument("--ctx-size", type=int, default=4096)
+    comp.add_argument("--threads", type=int, default=1)
+    comp.add_argument("--gpu-layers", type=int, default=None, help="default: all if supported")
+    comp.add_argument("--target", default="3.13", help="target Python version (3.8 to 3.13)")
+    comp.add_argument("--json", action="store_true", help="print one JSON object")
+    comp.set_defaults(func=_complete)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ValueError as exc:  # bad --target and similar
+        print(f"fimlsp: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
