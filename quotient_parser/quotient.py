@@ -73,7 +73,7 @@ _RIGHT_BASE = 1 << 48
 #: Room for zero-width symbols (DEDENTs) at one offset before positions overlap.
 _POS_STRIDE = 128
 #: Line ends of R at which construction probes with ``pass`` (see ``probe``).
-_PROBE_LINES = 200
+_PROBE_LINES = 24
 #: A right context keeps at most this many interned charts before starting afresh.
 _TABLE_LIMIT = 400_000
 
