@@ -93,7 +93,7 @@ _Expr = _Sym | _Alt | _Opt | _Rep | _Gather
 
 _TOKEN_RE = re.compile(
     r"""
-    (?P<ws>[ \t]+)
+    (?P<ws>[ \t\n]+)
   | (?P<comment>\#[^\n]*)
   | (?P<gate>@<?\d+\.\d+(?:,<\d+\.\d+)?)
   | (?P<literal>'(?:[^'\\]|\\.)+')
@@ -238,7 +238,7 @@ def _split_rules(text: str) -> Iterator[tuple[str, int, str]]:
             continue
         if raw[0] not in " \t":
             if name is not None:
-                yield name, start_line, " ".join(body)
+                yield name, start_line, "\n".join(body)
             m = re.match(r"([a-z_][a-z_0-9]*)\s*:(.*)$", raw)
             if not m:
                 raise GrammarError(f"line {number}: expected 'rule_name:' at column 0")
@@ -248,7 +248,7 @@ def _split_rules(text: str) -> Iterator[tuple[str, int, str]]:
                 raise GrammarError(f"line {number}: continuation line outside a rule")
             body.append(raw)
     if name is not None:
-        yield name, start_line, " ".join(body)
+        yield name, start_line, "\n".join(body)
 
 
 # ---------------------------------------------------------------------------

@@ -32,7 +32,13 @@ from lexer import LexError, LexState
 from .earley import Automaton, Chart
 from .grammar_tools import Grammar, load_grammar, parse_version
 
-__all__ = ["Recognizer", "RecognizerState", "SourceDecodeError", "decode_source"]
+__all__ = [
+    "Recognizer",
+    "RecognizerState",
+    "SourceDecodeError",
+    "SymbolClassifier",
+    "decode_source",
+]
 
 _Symbol = tuple[str, str, int]
 
@@ -69,6 +75,70 @@ def decode_source(data: bytes) -> str:
     return text
 
 
+class SymbolClassifier:
+    """Maps lexer symbols to the terminal (or scan-class) ids of one automaton.
+
+    One symbol may stand for several grammar terminals at once: a soft keyword
+    is also a NAME; a NAME other than ``_`` is also ``NONWILD_NAME`` (pattern
+    captures and value patterns may not use the wildcard); a NUMBER is also
+    ``REAL_NUMBER`` or ``IMAG_NUMBER`` (complex literal patterns need a real
+    part then an imaginary part).  Such a symbol scans as a class of terminals.
+    """
+
+    def __init__(self, grammar: Grammar, automaton: Automaton):
+        ids = grammar.terminal_ids
+        soft = grammar.soft_keywords
+        scan_class = automaton.scan_class
+        self.kind_ids: dict[str, int] = {k: v for k, v in ids.items() if k not in soft}
+        name = ids["NAME"]
+        nonwild = ids.get("NONWILD_NAME")
+        plain_name = (name,) if nonwild is None else (name, nonwild)
+        self.name_default = scan_class(plain_name)
+        self.name_by_text: dict[str, int] = {
+            word: scan_class(
+                (name, ids[word]) if word == "_" or nonwild is None else (*plain_name, ids[word])
+            )
+            for word in soft
+        }
+        number = ids.get("NUMBER")
+        real, imag = ids.get("REAL_NUMBER"), ids.get("IMAG_NUMBER")
+        self.real_number = self.imag_number = number
+        if number is not None:
+            self.real_number = scan_class((number,) if real is None else (number, real))
+            self.imag_number = scan_class((number,) if imag is None else (number, imag))
+        #: Terminals a pending symbol of each kind may still turn into.
+        self.kind_terminals: dict[str, frozenset[int]] = {
+            kind: frozenset((terminal,)) for kind, terminal in self.kind_ids.items()
+        }
+        self.kind_terminals["NAME"] = frozenset(plain_name)
+        self.kind_terminals["NUMBER"] = frozenset(
+            t for t in (number, real, imag) if t is not None
+        )
+        self.soft_terminals: dict[str, int] = {word: ids[word] for word in soft}
+
+    def __call__(self, kind: str, text: str) -> int | None:
+        if kind == "NAME":
+            return self.name_by_text.get(text, self.name_default)
+        if kind == "NUMBER":
+            return self.imag_number if text[-1] in "jJ" else self.real_number
+        return self.kind_ids.get(kind)
+
+    def could_be_expected(
+        self, kinds: Iterable[str], pending: str, expected: frozenset[int]
+    ) -> bool:
+        """Whether a pending symbol of one of ``kinds`` could be scanned next."""
+        for kind in kinds:
+            terminals = self.kind_terminals.get(kind)
+            if terminals is not None and not terminals.isdisjoint(expected):
+                return True
+        if "NAME" in kinds:
+            word = pending.strip()
+            for soft, terminal in self.soft_terminals.items():
+                if soft.startswith(word) and terminal in expected:
+                    return True
+        return False
+
+
 class Recognizer:
     """Recognizer for one target Python version (``"3.13"`` or ``(3, 13)``).
 
@@ -95,14 +165,7 @@ class Recognizer:
         self.version = version
         self.grammar: Grammar = load_grammar(version)
         self.automaton = Automaton(self.grammar)
-        terminal_ids = self.grammar.terminal_ids
-        soft = self.grammar.soft_keywords
-        name_id = terminal_ids["NAME"]
-        self._kind_ids: dict[str, int] = {k: v for k, v in terminal_ids.items() if k not in soft}
-        self._soft_ids: dict[str, int] = {
-            word: self.automaton.scan_class((name_id, terminal_ids[word])) for word in soft
-        }
-        self._soft_terminals: dict[str, int] = {word: terminal_ids[word] for word in soft}
+        self.classify = SymbolClassifier(self.grammar, self.automaton)
         self._initial = RecognizerState(
             self, LexState.initial(target=version), Chart.initial(self.automaton), None
         )
@@ -118,24 +181,28 @@ class Recognizer:
     # -- helpers for states -------------------------------------------------
 
     def symbol_id(self, kind: str, text: str) -> int | None:
-        if kind == "NAME":
-            soft = self._soft_ids.get(text)
-            if soft is not None:
-                return soft
-        return self._kind_ids.get(kind)
+        """The terminal or scan-class id of a lexer symbol (None: no such terminal)."""
+        return self.classify(kind, text)
 
     def step(self, chart: Chart, symbols: Iterable[_Symbol]) -> tuple[Chart | None, _Symbol | None]:
         """Scan symbols into the chart; on failure return the rejected symbol."""
-        kind_ids = self._kind_ids
-        soft_ids = self._soft_ids
+        classify = self.classify
+        kind_ids = classify.kind_ids
+        name_by_text = classify.name_by_text
+        name_default = classify.name_default
         current = chart
         for symbol in symbols:
             kind = symbol[0]
-            symbol_id = soft_ids.get(symbol[1]) if kind == "NAME" else None
-            if symbol_id is None:
+            # The classifier, inlined for the common kinds: this is the hot loop.
+            symbol_id: int | None
+            if kind == "NAME":
+                symbol_id = name_by_text.get(symbol[1], name_default)
+            elif kind == "NUMBER":
+                symbol_id = classify(kind, symbol[1])
+            else:
                 symbol_id = kind_ids.get(kind)
-                if symbol_id is None:
-                    return None, symbol
+            if symbol_id is None:
+                return None, symbol
             next_chart = current.step(symbol_id)
             if next_chart is None:
                 return None, symbol
@@ -208,18 +275,9 @@ class RecognizerState:
         kinds = self.lex.pending_kinds()
         if kinds is None:
             return True
-        expected = self.chart.expected_terminals()
-        rec = self.recognizer
-        for kind in kinds:
-            terminal = rec._kind_ids.get(kind)
-            if terminal is not None and terminal in expected:
-                return True
-        if "NAME" in kinds:
-            word = self.lex.pending.strip()
-            for soft, terminal in rec._soft_terminals.items():
-                if soft.startswith(word) and terminal in expected:
-                    return True
-        return False
+        return self.recognizer.classify.could_be_expected(
+            kinds, self.lex.pending, self.chart.expected_terminals()
+        )
 
     @property
     def complete(self) -> bool:

@@ -33,6 +33,7 @@ from lexer import LexError, LexState
 
 from .earley import Automaton, Chart
 from .grammar_tools import Grammar, load_grammar
+from .recognizer import SymbolClassifier
 
 __all__ = ["right_context_can_end_module"]
 
@@ -47,7 +48,7 @@ _STRING_HEADS = tuple(
 
 
 @functools.cache
-def _reversed_automaton(version: tuple[int, int]) -> tuple[Automaton, dict[str, int], Grammar]:
+def _reversed_automaton(version: tuple[int, int]) -> tuple[Automaton, SymbolClassifier]:
     grammar = load_grammar(version)
     reversed_grammar = Grammar(
         version=grammar.version,
@@ -59,11 +60,7 @@ def _reversed_automaton(version: tuple[int, int]) -> tuple[Automaton, dict[str, 
         start=grammar.start,
     )
     auto = Automaton(reversed_grammar)
-    soft = {
-        word: auto.scan_class((grammar.terminal_ids["NAME"], grammar.terminal_ids[word]))
-        for word in grammar.soft_keywords
-    }
-    return auto, soft, grammar
+    return auto, SymbolClassifier(reversed_grammar, auto)
 
 
 def _leading_whitespace(line: str) -> str:
@@ -169,16 +166,13 @@ def _first_line_variants(attempt: _Attempt, text: str, whitespace: str) -> Itera
 def _reverse_viable(
     version: tuple[int, int], symbols: list[tuple[str, str, int]], keep: list[Chart]
 ) -> bool:
-    auto, soft, grammar = _reversed_automaton(version)
-    ids = grammar.terminal_ids
+    auto, classify = _reversed_automaton(version)
     chart: Chart | None = Chart.initial(auto)
     keep.append(chart)  # type: ignore[arg-type]
     for kind, text, _start in reversed(symbols):
-        symbol = soft.get(text) if kind == "NAME" else None
+        symbol = classify(kind, text)
         if symbol is None:
-            symbol = ids.get(kind)
-            if symbol is None:
-                return False
+            return False
         assert chart is not None
         chart = chart.step(symbol)
         if chart is None:

@@ -9,9 +9,6 @@ parameter order, patterns, f-strings, ...).
 
 A version whose interpreter is missing is skipped, and the whole module is
 skipped while ``quotient_parser.Recognizer`` cannot be imported.
-
-``python quotient_parser/grammar/lark_check.py table`` runs the same table
-against the grammar alone (CPython's tokenizer instead of our lexer).
 """
 
 from __future__ import annotations
@@ -20,7 +17,8 @@ import glob
 import json
 import os
 import subprocess
-from functools import lru_cache
+from functools import cache
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -100,6 +98,8 @@ SNIPPETS = [
     "a: *b = 1",
     "match: int = 1",
     "__debug__ = 1",
+    "x.__debug__ = 1",
+    "def __debug__(): pass",
     # --- del -------------------------------------------------------------
     "del a",
     "del a, b",
@@ -237,6 +237,7 @@ SNIPPETS = [
     "f(a.b=1)",
     "f(True=1)",
     "f(a=1, a=2)",
+    "f(a=1, *b, a=2)",
     "f(*a=1)",
     "f(a, *, b)",
     "f(a=1 for x in y)",
@@ -468,6 +469,15 @@ SNIPPETS = [
     "match x:\n    case x as y: pass",
     "match x:\n    case x as _: pass",
     "match x:\n    case _ as x: pass",
+    "match x:\n    case _.y: pass",
+    "match x:\n    case _(): pass",
+    "match x:\n    case _.y(): pass",
+    "match x:\n    case C(x=_.y): pass",
+    "match x:\n    case {_.y: 1}: pass",
+    "match x:\n    case C(_=1): pass",
+    "match x:\n    case [*_, _]: pass",
+    "match x:\n    case _ | _: pass",
+    "match x:\n    case (_): pass",
     "match x:\n    case x as y.z: pass",
     "match x:\n    case (x): pass",
     "match x:\n    case (): pass",
@@ -559,6 +569,7 @@ SNIPPETS = [
     "def f[*Ts = tuple[int]](): pass",
     "def f[**P = [int]](): pass",
     "def f[T = int, U](): pass",
+    "def f[T = int, *Ts, U](): pass",
     "def f[*Ts: int](): pass",
     "def f[**P: int](): pass",
     "def f[T = *a](): pass",
@@ -816,11 +827,135 @@ SNIPPETS = [
     "a = *b",
     "print(a for a in b)",
     "x = yield = y",
+    # --- blank lines reached by a backslash continuation ------------------
+    "x = 1\n\\\n\ny = 2",
+    "\\\n\nx = 1",
+    "\\\n\n",
+    "if x:\n    a = 1\n    \\\n\n    b = 2",
+    "if x:\n    a = 1\n    \\\n\nb = 2",
+    "if x:\n    \\\n\n    a = 1",
+    "def f():\n    pass\n\\\n\nx = 1",
+    "x = 1;\\\n\ny = 2",
+    "x = 1\n\\\n",
+    # --- assorted valid code (regression guard) ---------------------------
+    "x = yield from (yield)",
+    "print(*[] or [1])",
+    "f(**{'a': 1})",
+    "a = b, *c = d",
+    "a, b = *c, d = e",
+    "[a, b] = [c] = d",
+    "x = [*range(3), *'ab']",
+    "x = {**a, **b}",
+    "async def f():\n    await (yield)",
+    "async def f():\n    yield await x",
+    "def f():\n    x = yield\n    y = yield from z",
+    "class A(B, C, *D, metaclass=E, **F): pass",
+    "def f(a, b=1, *args, c, d=2, **kwargs): pass",
+    "def f(a, b=1, /, c=2, *, d, e=3, **f): pass",
+    "lambda a, b=1, /, c=2, *, d, e=3, **f: 0",
+    "if (n := len(a)) > 10: pass",
+    "while chunk := f.read(): pass",
+    "[y := f(x), y**2]",
+    "foo(x := 3, cat='vector')",
+    "x = 1 if True else 2 if False else 3",
+    "a = (b := c) == d",
+    "assert (x := 1), (y := 2)",
+    "del a[b:c], d.e",
+    "a[b:c] = d",
+    "a[b, c] = d",
+    "a[:, None] += 1",
+    "(a), b = c",
+    "[(a), b] = c",
+    "for (a), b in c: pass",
+    "with a as (b), c as [d]: pass",
+    "(await x)[0] = 1",
+    "await x[0] = 1",
+    "await x = 1",
+    "-x = 1",
+    "x() .y = 1",
+    "x: int; y: int",
+    "x = 0x1f + 0o17 + 0b101 + 1_000 + 1e10 + 1j + .5",
+    "x = not -1",
+    "x = [a for b in c for a in b if a if not b]",
+    "x = {a: b for a, b in c.items() if a}",
+    "sum(x for x in y)",
+    "x = a[b][c](d)(e).f",
+    "x = a @ b @ c",
+    "x = a ** b ** c",
+    "x = -a ** -b",
+    "x = 'a' 'b' f'c' 'd'",
+    "x = b'a' rb'b' Rb'c'",
+    "x[...] = 1",
+    "x = (...)",
+    "if True:\n    pass\n\n\n# comment\n",
+    "@decorator\nclass A:\n    @property\n    def x(self): return 1",
+    "class A:\n    x: int\n    y: str = 'a'",
+    "if x:\n    pass\nelif y:\n    pass\nelif z:\n    pass\nelse:\n    pass",
+    "match x:\n    case {'a': [1, 2, *rest], **kw}: pass",
+    "match x:\n    case Point(x=0) | Point(y=0): pass",
+    "match x:\n    case [Point(x=0, y=0)]: pass",
+    "match x:\n    case str() | bytes(): pass",
+    "match (x, y):\n    case (0, 0): pass",
+    "match x:\n    case -0.0: pass",
+    "match x:\n    case 0x1F | 1_000: pass",
+    "match x:\n    case 'a' | 'b' as c: pass",
+    "match x:\n    case [a, b] if a > b: pass",
+    "match x:\n    case {1: _, **rest}: pass",
+    "match x:\n    case a.b(c=d.e): pass",
+    "match x:\n    case (*_, last): pass",
+    "match x:\n    case *_, last: pass",
+    "match x:\n    case (a | b) as c: pass",
+    "match x:\n    case a | (b as c): pass",
+    "match x:\n    case -1j: pass",
+    "match x:\n    case 1 + -2j: pass",
+    "match x:\n    case True as t: pass",
+    "match x:\n    case {True: 1, None: 2}: pass",
+    "match x:\n    case {a.b: 1, -2: 3}: pass",
+    "type ListOrSet[T] = list[T] | set[T]",
+    "def f[T: (int, str)](x: T) -> T: pass",
+    "class A[T: int = bool]: pass",
+    "f\"{'a' if x else 'b'}\"",
+    "f\"{x:{'>' if a else '<'}10}\"",
+    "f'{x!r:^10}'",
+    "f'{{}}'",
+    "f'{{{x}}}'",
+    "rf'{x}\\d'",
+    "f'''{x\n}'''",
+    "x = f'{a[\"b\"]}'",
+    "a = b = yield c",
+    "x = yield a, b",
+    "print(a, file=b)",
+    "raise C() from None",
+    "try:\n    pass\nexcept (A, B) as e:\n    raise C from e",
+    "global x; x = 1",
 ]
 
 
+# Snippets (and the versions) where we knowingly differ from CPython: 3.8's
+# ast.c checked these names while building the tree, outside its grammar.
+# Marked as strict xfail, so a fix shows up as XPASS; entries that
+# depend on a CPython bug of one patch release are not strict.
+KNOWN_GAPS: dict[str, tuple[set[tuple[int, int]], str, bool]] = {
+    # 3.8's ast.c rejected the name __debug__ as any binding or attribute name
+    "__debug__ = 1": ({(3, 8)}, "3.8 forbids binding __debug__ (NAME text)", True),
+    "x.__debug__ = 1": ({(3, 8)}, "3.8 forbids binding __debug__ (NAME text)", True),
+    "def __debug__(): pass": ({(3, 8)}, "3.8 forbids binding __debug__ (NAME text)", True),
+    # 3.8's ast.c rejected repeated keyword arguments
+    "f(a=1, a=2)": ({(3, 8)}, "3.8 rejects repeated keyword arguments", True),
+    "f(a=1, *b, a=2)": ({(3, 8)}, "3.8 rejects repeated keyword arguments", True),
+    # CPython 3.12.1 bug: ast.parse raises ValueError (fixed in later 3.12.x)
+    "f'{x:{y=}}'": (
+        {(3, 12)},
+        "CPython 3.12.1's ast.parse raises ValueError (a CPython bug)",
+        False,
+    ),
+}
+
+
 def interpreter(version):
-    found = sorted(glob.glob(str(PYENV_VERSIONS / f"{version[0]}.{version[1]}.*" / "bin" / "python")))
+    found = sorted(
+        glob.glob(str(PYENV_VERSIONS / f"{version[0]}.{version[1]}.*" / "bin" / "python"))
+    )
     return found[-1] if found else None
 
 
@@ -842,15 +977,20 @@ def module_source(snippet):
     return snippet if snippet.endswith("\n") else snippet + "\n"
 
 
-@lru_cache(maxsize=None)
+@cache
 def cpython_verdicts(version):
     """{snippet: accepted by ast.parse of CPython `version`}, or None if not installed."""
     exe = interpreter(version)
     if exe is None:
         return None
     sources = [module_source(s) for s in SNIPPETS]
-    proc = subprocess.run([exe, "-c", _VERDICT_SCRIPT], input=json.dumps(sources),
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [exe, "-c", _VERDICT_SCRIPT],
+        input=json.dumps(sources),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return dict(zip(SNIPPETS, json.loads(proc.stdout)))
 
 
@@ -860,12 +1000,15 @@ def _version_id(version):
 
 @pytest.mark.parametrize("version", VERSIONS, ids=_version_id)
 @pytest.mark.parametrize("snippet", SNIPPETS)
-def test_snippet_acceptance_matches_cpython(snippet, version):
+def test_snippet_acceptance_matches_cpython(snippet, version, request):
     quotient_parser = pytest.importorskip("quotient_parser")
     verdicts = cpython_verdicts(version)
     if verdicts is None:
         pytest.skip(f"CPython {_version_id(version)} is not installed")
     expected = verdicts[snippet]
+    gap = KNOWN_GAPS.get(snippet)
+    if gap and version in gap[0]:
+        request.applymarker(pytest.mark.xfail(reason=gap[1], strict=gap[2]))
     recognizer = quotient_parser.Recognizer(target=version)
     assert recognizer.recognize(module_source(snippet)) == expected, (
         f"CPython {_version_id(version)} ast.parse "
@@ -878,14 +1021,14 @@ def test_snippets_are_unique():
 
 
 def test_every_gate_is_exercised():
-    """Each version gate in the grammar changes the verdict of some snippet
-    between the versions it separates (checked against CPython, so this only
-    needs the interpreters, not our recognizer)."""
+    """The table reaches every version boundary: for each pair of consecutive
+    versions some snippet's CPython verdict changes (needs only the
+    interpreters, not our recognizer)."""
     verdicts = {v: cpython_verdicts(v) for v in VERSIONS}
     if any(v is None for v in verdicts.values()):
         pytest.skip("needs every CPython version 3.8 .. 3.13")
     changes = set()
-    for a, b in zip(VERSIONS, VERSIONS[1:]):
+    for a, b in pairwise(VERSIONS):
         if any(verdicts[a][s] != verdicts[b][s] for s in SNIPPETS):
             changes.add(b)
     assert changes >= {(3, 9), (3, 10), (3, 11), (3, 12), (3, 13)}
