@@ -11,17 +11,27 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from quotient_parser.recognizer import Recognizer, SourceDecodeError, decode_source
 
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines with their ends, as Python (and the LSP) count them: only \\n, \\r\\n and
+    \\r end a line (``str.splitlines`` also splits at form feeds and other characters)."""
+    return _LINE_RE.findall(text)
+
 
 def _first_dead_line(rec: Recognizer, text: str) -> int | None:
     """1-based line where the text stops being a viable prefix, if it does."""
     state = rec.initial()
-    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+    for number, line in enumerate(_split_lines(text), start=1):
         state = state.feed(line)
         if not state.viable:
             return number
@@ -63,7 +73,7 @@ def _cursor_offset(text: str, line: int, column: int) -> int:
     """Offset of a 1-based line and column (column counted in characters)."""
     if line < 1 or column < 1:
         raise ValueError(f"line and column are 1-based, got {line}:{column}")
-    lines = text.splitlines(keepends=True) or [""]
+    lines = _split_lines(text) or [""]
     if line > len(lines) + (1 if text.endswith(("\n", "\r")) else 0):
         raise ValueError(f"line {line} is past the end of the file ({len(lines)} lines)")
     offset = sum(len(x) for x in lines[: line - 1])
@@ -79,6 +89,9 @@ def _complete(args: argparse.Namespace) -> int:
     from .completion import DecodeOptions, generate
     from .model import ModelError, open_model
 
+    # llama.cpp's errors are logged as warnings, which logging's last-resort handler would
+    # print before the ModelError message that already carries them.
+    logging.getLogger("lsp_server.model.llm.llama_cpp").addHandler(logging.NullHandler())
     path = Path(args.file)
     try:
         text = decode_source(path.read_bytes())
@@ -111,7 +124,11 @@ def _complete(args: argparse.Namespace) -> int:
         single_line=args.single_line,
         deadline_s=args.deadline,
     )
-    result = generate(model, left, right, options, target=args.target)
+    try:
+        result = generate(model, left, right, options, target=args.target)
+    except ModelError as exc:  # e.g. a context too small for the prompt
+        print(f"fimlsp: error: {exc}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(result.as_dict(), indent=2))
     else:

@@ -203,6 +203,8 @@ def generate(
     prompt_left, forced = _heal_split(model, left) if opts.token_healing else (left, "")
     t0 = time.perf_counter()
     prompt = model.build_fim_prompt(prompt_left, right, max_new_tokens=opts.max_tokens)
+    if not prompt:  # no FIM tokens, no BOS and nothing before the cursor
+        prompt = model.tokenize("\n")
     logits = model.evaluate(prompt)
     timings["prompt_ms"] = (time.perf_counter() - t0) * 1e3
     timings["prompt_tokens"] = float(len(prompt))
@@ -271,7 +273,10 @@ class _Decoder:
         forced = self.forced
         if forced:
             if forced.startswith(text):
-                return "", held, forced[len(text) :]
+                rest = forced[len(text) :]
+                if held and not rest.encode("utf-8").startswith(held):
+                    return None  # the held bytes cannot become the healed text
+                return "", held, rest
             if text.startswith(forced):
                 text, forced = text[len(forced) :], ""
             else:
@@ -320,9 +325,13 @@ class _Decoder:
         """Pick the next token; returns (token, is_end_of_generation) or None."""
         opts = self.opts
         logprobs: FloatArray | None = None
+        # While token healing still owes text, or a character is incomplete, any token
+        # of the vocabulary that goes on with it may come next, not only the top k.
+        top_k = len(self.vocab) if self.forced or self.held else opts.top_k
         if not self.constrained:
-            order = self.ranker.order(logits, 1 if opts.temperature <= 0 else opts.top_k)
-            for token in order[:1]:
+            # The model's own choice: the first candidate that keeps the healed prefix
+            # and the single-line rule (the top one, unless one of those rejects it).
+            for token in self.ranker.order(logits, top_k):
                 tok = int(token)
                 if self.model.eog(tok):
                     return tok, True
@@ -336,7 +345,7 @@ class _Decoder:
 
         assert self.state is not None
         parser_ns = 0
-        order = self.ranker.order(logits, opts.top_k)
+        order = self.ranker.order(logits, top_k)
         state = self.state
         # Track the best stopping point here: is the middle so far complete?
         # (Text still owed to token healing is the left context's own text, so
@@ -371,7 +380,7 @@ class _Decoder:
             if got is None:
                 continue
             text, held, forced = got
-            if not text and not held and forced == self.forced:
+            if not self.vocab[tok]:
                 continue  # an empty token would loop without progress
             t0 = time.perf_counter_ns()
             new_state = state.feed(text) if text else state
@@ -382,9 +391,9 @@ class _Decoder:
             if logprobs is None:
                 logprobs = _log_softmax(logits)
             self.logprob += float(logprobs[tok])
+            self.boundaries.append((self.middle, state))  # the middle that ``state`` is for
             self.middle += text
             self.held, self.forced = held, forced
-            self.boundaries.append((self.middle, state))
             self.state = new_state
             result = (tok, False)
             break
@@ -405,12 +414,15 @@ class _Decoder:
             return self.best[1], True
         if not self.held and self.state.complete:
             return self.middle, True
-        # No token boundary was a valid end: look inside the tokens, longest first.
+        # No token boundary was a valid end: look inside the tokens, longest first,
+        # each cut once, from the state at the start of the token it falls in.
+        end = len(self.middle)
         for middle, state in reversed(self.boundaries):
-            for cut in range(len(self.middle), len(middle) - 1, -1):
+            for cut in range(end, len(middle) - 1, -1):
                 candidate = self.middle[:cut]
                 if state.feed(candidate[len(middle) :]).complete:
                     return candidate, True
+            end = min(end, len(middle) - 1)
         return self.middle, False
 
 

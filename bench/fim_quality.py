@@ -1,0 +1,578 @@
+"""How often does a filled-in middle make the file parse: constrained vs. unconstrained.
+
+Usage::
+
+    python -m bench.fim_quality [PATHS...] [--model SPEC] [--cuts boundary|randspan|both]
+        [--n N] [--seed S] [--max-tokens N] [--target X.Y] [--oracle PYTHON] [--json]
+        [--no-token-healing] [--heal-compare]
+
+The cuts are those of ``bench.quotient_check`` (``--n`` of each kind, each from a file
+picked uniformly; PATHS default to the running interpreter's standard library): the
+middle of each cut is thrown away and the model fills it in three ways, with the same
+model and settings (greedy unless ``--temperature`` is given):
+
+``constrained``    the syntax-checked decoding loop of ``lsp_server.completion``;
+``unconstrained``  the model's own tokens, no checks;
+``checked``        unconstrained, then cut back to the longest prefix with which the
+                   file parses (``ast.parse`` of this interpreter).
+
+A middle *succeeds* when the oracle (``ast.parse`` in ``--oracle``, by default this
+interpreter, through ``bench.grammar_coverage``'s worker) accepts ``L + middle + R``.
+The summary follows Table I of the seed paper: rows Unconstrained ✓, Unconstrained ✗
+and, among the latter, Checked ✗; columns Constrained ✓ / ✗.  A mode *claims* success
+when its completion says ``complete``; ``claimed_success_but_invalid`` counts claims the
+oracle rejects and must be 0 for constrained decoding (the exit status is 1 otherwise).
+
+Timings: before the three modes run, the cut's prompt is evaluated once (its time is
+``prompt_ms``), so each mode finds it in the model's KV cache and ``total_ms`` compares
+quotient construction plus decoding.  The parser time per token is the time the
+constrained loop spent in the quotient (viability of candidates and completeness checks)
+for one generated token.
+
+``--heal-compare`` also runs constrained decoding with token healing switched the other
+way on the boundary cuts, whose cursor usually sits inside a word, and reports both
+success counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Literal
+
+from bench.grammar_coverage import (
+    CorpusFile,
+    LineIndex,
+    Oracle,
+    OracleFailure,
+    discover,
+    parse_target,
+    percentile,
+    stdlib_corpus,
+    stdlib_root,
+)
+from bench.quotient_check import CUT_KINDS, Corpus, Cut, _progress, make_cuts
+from lsp_server.completion import Completion, DecodeOptions, Mode, generate
+from lsp_server.model import FimModel, ModelError, open_model
+from quotient_parser.quotient import QuotientBuilder
+
+MODES: tuple[Mode, ...] = ("constrained", "unconstrained", "checked")
+
+
+# --------------------------------------------------------------------------- one cut
+
+
+@dataclass
+class Run:
+    """One mode's completion of one cut, and the oracle's verdict on it."""
+
+    middle: str
+    stop_reason: str
+    complete: bool | None
+    tokens: int
+    healed: str
+    total_ms: float
+    generate_ms: float
+    quotient_ms: float | None
+    parser_us: list[float]
+    success: bool = False
+    verdict: str = ""  # the oracle's words when it rejects (or gave no answer)
+
+    @classmethod
+    def of(cls, c: Completion) -> Run:
+        return cls(
+            middle=c.middle,
+            stop_reason=c.stop_reason,
+            complete=c.complete,
+            tokens=c.tokens,
+            healed=c.healed,
+            total_ms=c.timings.get("total_ms", 0.0),
+            generate_ms=c.timings.get("generate_ms", 0.0),
+            quotient_ms=c.timings.get("quotient_ms"),
+            parser_us=list(c.parser_us),
+        )
+
+    @property
+    def claimed_but_invalid(self) -> bool:
+        return self.complete is True and not self.success
+
+
+@dataclass
+class CaseResult:
+    cut: Cut
+    where: str
+    cursor_in_word: bool = False  # after a letter, digit or underscore: healing may apply
+    prompt_ms: float = 0.0
+    prompt_tokens: int = 0
+    runs: dict[str, Run] = field(default_factory=dict)
+    #: constrained with token healing on and off (--heal-compare, boundary cuts)
+    heal: dict[Literal["on", "off"], Run] = field(default_factory=dict)
+    error: str | None = None
+
+    def ok(self, mode: str) -> bool:
+        return self.runs[mode].success
+
+
+@dataclass(frozen=True)
+class Config:
+    options: DecodeOptions
+    target: tuple[int, int]
+    heal_compare: bool = False
+
+
+class CaseRunner:
+    """Completes cuts with one model in every mode and has the oracle judge them."""
+
+    def __init__(self, model: FimModel, oracle: Oracle, cfg: Config) -> None:
+        self.model = model
+        self.oracle = oracle
+        self.cfg = cfg
+
+    def _prime(self, left: str, right: str, options: DecodeOptions) -> Completion:
+        """Evaluate the prompt these options give into the KV cache, generating nothing."""
+        primer = replace(options, mode="unconstrained")
+        return generate(self.model, left, right, primer, target=self.cfg.target,
+                        cancel=lambda: True)  # fmt: skip
+
+    def _complete(self, left: str, right: str, options: DecodeOptions) -> Run:
+        return Run.of(generate(self.model, left, right, options, target=self.cfg.target))
+
+    def run(self, cut: Cut, text: str) -> CaseResult:
+        left, right = text[: cut.left_end], text[cut.middle_end :]
+        in_word = left[-1:].isalnum() or left.endswith("_")
+        result = CaseResult(cut, LineIndex(text).where(cut.left_end), in_word)
+        opts = self.cfg.options
+        try:
+            primed = self._prime(left, right, opts)
+            result.prompt_ms = primed.timings.get("prompt_ms", 0.0)
+            result.prompt_tokens = int(primed.timings.get("prompt_tokens", 0))
+            for mode in MODES:
+                result.runs[mode] = self._complete(left, right, replace(opts, mode=mode))
+            if self.cfg.heal_compare and cut.kind == "boundary":
+                other = replace(opts, mode="constrained", token_healing=not opts.token_healing)
+                self._prime(left, right, other)
+                same, flipped = result.runs["constrained"], self._complete(left, right, other)
+                result.heal = {"on": same, "off": flipped} if opts.token_healing else {
+                    "on": flipped, "off": same}  # fmt: skip
+        except ModelError as exc:
+            result.error = str(exc)
+            return result
+        runs = [*result.runs.values(), *result.heal.values()]
+        verdicts = self.oracle.check_many([left + r.middle + right for r in runs])
+        for r, verdict in zip(runs, verdicts):
+            r.success = verdict.ok is True
+            r.verdict = "" if r.success else verdict.describe()
+        return result
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _stat(values: Sequence[float], q: float, digits: int = 1) -> float | None:
+    value = percentile(values, q)
+    return None if value is None else round(value, digits)
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return round(a / b, 3) if b > 0 else None
+
+
+@dataclass
+class Report:
+    model: str
+    model_file: str
+    model_family: str
+    has_fim: bool
+    target: tuple[int, int]
+    oracle: str
+    oracle_version: str
+    corpus: str
+    kinds: tuple[str, ...]
+    n: int
+    seed: int
+    options: DecodeOptions
+    heal_compare: bool
+    files_used: int = 0
+    files_skipped: int = 0
+    results: list[CaseResult] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def done(self) -> list[CaseResult]:
+        return [r for r in self.results if r.error is None]
+
+    def _mode(self, mode: str) -> dict[str, object]:
+        runs = [r.runs[mode] for r in self.done]
+        tokens = sum(x.tokens for x in runs)
+        gen_ms = sum(x.generate_ms for x in runs)
+        exact = sum(x.middle == r.cut.middle for x, r in zip(runs, self.done))
+        return {
+            "success": sum(x.success for x in runs),
+            "failure": sum(not x.success for x in runs),
+            "claimed_success": sum(x.complete is True for x in runs),
+            "claimed_success_but_invalid": sum(x.claimed_but_invalid for x in runs),
+            "exact_match": exact,
+            "tokens": tokens,
+            "tokens_per_s": round(tokens / (gen_ms / 1e3), 1) if gen_ms > 0 else None,
+            "total_ms": round(sum(x.total_ms for x in runs), 1),
+            "generate_ms": round(gen_ms, 1),
+            "stop_reasons": dict(Counter(x.stop_reason for x in runs).most_common()),
+        }
+
+    def table(self) -> dict[str, dict[str, int]]:
+        """Table I: rows by unconstrained (and checked) outcome, columns by constrained."""
+        done = self.done
+
+        def row(cases: list[CaseResult]) -> dict[str, int]:
+            good = sum(r.ok("constrained") for r in cases)
+            return {"constrained_ok": good, "constrained_fail": len(cases) - good,
+                    "total": len(cases)}  # fmt: skip
+
+        unconstrained_fail = [r for r in done if not r.ok("unconstrained")]
+        return {
+            "unconstrained_ok": row([r for r in done if r.ok("unconstrained")]),
+            "unconstrained_fail": row(unconstrained_fail),
+            "checked_fail": row([r for r in unconstrained_fail if not r.ok("checked")]),
+            "total": row(done),
+        }
+
+    def heal_stats(self) -> dict[str, object] | None:
+        cases = [r for r in self.done if r.heal]
+        if not self.heal_compare:
+            return None
+        return {
+            "cuts": len(cases),
+            "cursor_in_word": sum(r.cursor_in_word for r in cases),
+            "healed": sum(bool(r.heal["on"].healed) for r in cases),
+            "constrained_success_with_healing": sum(r.heal["on"].success for r in cases),
+            "constrained_success_without_healing": sum(r.heal["off"].success for r in cases),
+            "exact_match_with_healing": sum(r.heal["on"].middle == r.cut.middle for r in cases),
+            "exact_match_without_healing": sum(r.heal["off"].middle == r.cut.middle for r in cases),
+        }
+
+    def to_dict(self, details: bool = False) -> dict[str, object]:
+        done = self.done
+        parser = [us for r in done for us in r.runs["constrained"].parser_us]
+        quotient = [q for r in done if (q := r.runs["constrained"].quotient_ms) is not None]
+        c_ms = sum(r.runs["constrained"].total_ms for r in done)
+        u_ms = sum(r.runs["unconstrained"].total_ms for r in done)
+        c_gen = sum(r.runs["constrained"].generate_ms for r in done)
+        u_gen = sum(r.runs["unconstrained"].generate_ms for r in done)
+        opts = self.options
+        out: dict[str, object] = {
+            "model": self.model,
+            "model_file": self.model_file,
+            "model_family": self.model_family,
+            "has_fim": self.has_fim,
+            "target": ".".join(map(str, self.target)),
+            "oracle": self.oracle,
+            "oracle_version": self.oracle_version,
+            "python": ".".join(map(str, sys.version_info[:3])),
+            "corpus": self.corpus,
+            "cut_kinds": list(self.kinds),
+            "n": self.n,
+            "seed": self.seed,
+            "max_tokens": opts.max_tokens,
+            "top_k": opts.top_k,
+            "temperature": opts.temperature,
+            "token_healing": opts.token_healing,
+            "files_used": self.files_used,
+            "files_skipped": self.files_skipped,
+            "cases": len(done),
+            "cases_by_kind": {k: sum(r.cut.kind == k for r in done) for k in self.kinds},
+            "errors": [
+                {"file": r.cut.file, "where": r.where, "error": r.error}
+                for r in self.results
+                if r.error is not None
+            ],
+            "table": self.table(),
+            **{mode: self._mode(mode) for mode in MODES},
+            "parser_samples": len(parser),
+            "parser_us_per_token_median": _stat(parser, 50),
+            "parser_us_per_token_p90": _stat(parser, 90),
+            "parser_us_per_token_p99": _stat(parser, 99),
+            "quotient_ms_median": _stat(quotient, 50),
+            "quotient_ms_p90": _stat(quotient, 90),
+            "prompt_ms_median": _stat([r.prompt_ms for r in done], 50),
+            "prompt_tokens_median": _stat([float(r.prompt_tokens) for r in done], 50),
+            "wall_ratio_constrained_over_unconstrained": _ratio(c_ms, u_ms),
+            "generate_ratio_constrained_over_unconstrained": _ratio(c_gen, u_gen),
+            "token_healing_compare": self.heal_stats(),
+            "elapsed_s": round(self.elapsed_s, 1),
+        }
+        if details:
+            out["details"] = [_case_dict(r) for r in self.results]
+        return out
+
+    @property
+    def sound(self) -> bool:
+        return not any(
+            run.claimed_but_invalid
+            for r in self.done
+            for run in (r.runs["constrained"], *r.heal.values())
+        )
+
+    def summary(self, show: int = 0) -> str:
+        d = self.to_dict()
+        t = self.table()
+
+        def num(key: str, unit: str = "", digits: int = 1) -> str:
+            value = d[key]
+            return "n/a" if not isinstance(value, float | int) else f"{value:.{digits}f}{unit}"
+
+        fim = "FIM prompts" if self.has_fim else "no FIM tokens: prefix-only prompts"
+        by_kind = d["cases_by_kind"]
+        assert isinstance(by_kind, dict)
+        opts = self.options
+        lines = [
+            f"FIM quality: model {self.model_file} ({self.model_family}, {fim}), "
+            f"target {d['target']}, oracle CPython {self.oracle_version}",
+            f"corpus: {self.corpus} ({self.files_used} files used, {self.files_skipped} "
+            f"skipped); cuts: {' + '.join(f'{v} {k}' for k, v in by_kind.items())}; "
+            f"seed {self.seed}",
+            f"max {opts.max_tokens} tokens, top-k {opts.top_k}, temperature {opts.temperature}"
+            f", token healing {'on' if opts.token_healing else 'off'}; {d['elapsed_s']} s",
+            "",
+            f"  {'':<34}{'Constrained ✓':>14}{'Constrained ✗':>15}{'Total':>8}",
+        ]
+        for label, key in (
+            ("Unconstrained ✓", "unconstrained_ok"),
+            ("Unconstrained ✗", "unconstrained_fail"),
+            ("  Checked ✗ (of Unconstrained ✗)", "checked_fail"),
+            ("Total", "total"),
+        ):
+            row = t[key]
+            lines.append(
+                f"  {label:<34}{row['constrained_ok']:>14}{row['constrained_fail']:>15}"
+                f"{row['total']:>8}"
+            )
+        lines.append("")
+        cases = d["cases"]
+        for mode in MODES:
+            m = d[mode]
+            assert isinstance(m, dict)
+            lines.append(
+                f"  {mode:<14}{m['success']:>4}/{cases} parse, {m['exact_match']} exact, "
+                f"{m['claimed_success_but_invalid']} claimed but invalid; "
+                f"{m['tokens']} tokens at {m['tokens_per_s']} tok/s; stops {m['stop_reasons']}"
+            )
+        lines += [
+            "",
+            f"  parser per token   {num('parser_us_per_token_median')} us median, "
+            f"{num('parser_us_per_token_p90')} p90, {num('parser_us_per_token_p99')} p99 "
+            f"({d['parser_samples']} tokens); quotient {num('quotient_ms_median')} ms median",
+            f"  wall time          constrained / unconstrained = "
+            f"{num('wall_ratio_constrained_over_unconstrained', digits=2)} (total_ms, same "
+            "cuts); decoding only "
+            f"{num('generate_ratio_constrained_over_unconstrained', digits=2)}",
+            f"  prompt             {num('prompt_tokens_median', digits=0)} tokens, "
+            f"{num('prompt_ms_median')} ms median (evaluated once per cut)",
+        ]
+        heal = d["token_healing_compare"]
+        if isinstance(heal, dict):
+            lines.append(
+                f"  token healing      boundary cuts {heal['cuts']} ({heal['cursor_in_word']} "
+                f"in a word, {heal['healed']} healed): constrained parse "
+                f"{heal['constrained_success_with_healing']} with healing, "
+                f"{heal['constrained_success_without_healing']} without"
+            )
+        errors = d["errors"]
+        if isinstance(errors, list) and errors:
+            lines.append(f"  errors             {len(errors)} cuts: {errors[0]}")
+        if show:
+            lines += ["", f"examples ({min(show, len(self.done))} of {len(self.done)}):"]
+            for r in self.done[:show]:
+                lines.append(f"  {r.cut.file}:{r.where} ({r.cut.kind})  true {r.cut.middle!r}")
+                for mode in MODES:
+                    run = r.runs[mode]
+                    mark = "✓" if run.success else "✗"
+                    lines.append(f"      {mode:<14}{mark} {run.middle!r} ({run.stop_reason})")
+        return "\n".join(lines)
+
+
+def _case_dict(r: CaseResult) -> dict[str, object]:
+    return {
+        "file": r.cut.file,
+        "where": r.where,
+        "kind": r.cut.kind,
+        "offsets": list(r.cut.offsets),
+        "true_middle": r.cut.middle,
+        "error": r.error,
+        "prompt_tokens": r.prompt_tokens,
+        "runs": {
+            mode: {
+                "middle": run.middle,
+                "success": run.success,
+                "complete": run.complete,
+                "stop_reason": run.stop_reason,
+                "tokens": run.tokens,
+                "healed": run.healed,
+                "total_ms": round(run.total_ms, 1),
+                "verdict": run.verdict,
+            }
+            for mode, run in r.runs.items()
+        },
+    }
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def run_cuts(
+    cuts: Sequence[Cut],
+    corpus: Corpus,
+    runner: CaseRunner,
+    *,
+    progress: bool = False,
+) -> list[CaseResult]:
+    results: list[CaseResult] = []
+    for cut in _progress(cuts, progress):
+        source = corpus.by_name(cut.file)
+        if source is not None:  # always: the cuts come from this corpus
+            results.append(runner.run(cut, source.text))
+    return results
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m bench.fim_quality",
+        description="Success of constrained, unconstrained and checked FIM decoding on cuts "
+        "of real code.",
+    )
+    p.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATHS",
+        help="files or directories (default: the standard library)",
+    )
+    p.add_argument(
+        "--model",
+        default=None,
+        metavar="SPEC",
+        help="GGUF path, hf://owner/repo/file.gguf or 'default' (the embedded "
+        "default model, also when omitted)",
+    )
+    p.add_argument("--cuts", choices=["boundary", "randspan", "both"], default="both")
+    p.add_argument("--n", type=int, default=50, metavar="N", help="cuts of each kind")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-tokens", type=int, default=64, metavar="N")
+    p.add_argument("--top-k", type=int, default=50, metavar="K")
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument(
+        "--target",
+        type=parse_target,
+        default=None,
+        help="Python version of the quotient, e.g. 3.13 (default: the oracle's)",
+    )
+    p.add_argument(
+        "--oracle",
+        default=sys.executable,
+        metavar="PYTHON",
+        help="interpreter whose ast.parse judges the middles (default: this one)",
+    )
+    p.add_argument(
+        "--no-token-healing",
+        action="store_true",
+        help="do not back the word under the cursor out of the prompt",
+    )
+    p.add_argument(
+        "--heal-compare",
+        action="store_true",
+        help="also run constrained decoding with token healing switched the other "
+        "way on the boundary cuts",
+    )
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--ctx-size", type=int, default=4096)
+    p.add_argument("--gpu-layers", type=int, default=None, help="default: all if supported")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--details", action="store_true", help="with --json: every cut's middles")
+    p.add_argument(
+        "--show", type=int, default=0, metavar="N", help="examples printed in the summary"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    return p
+
+
+def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out = out or sys.stdout
+    t0 = time.monotonic()
+    try:
+        if args.paths:
+            files: list[CorpusFile] = discover(args.paths)
+            corpus_name = " ".join(args.paths)
+        else:
+            files, corpus_name = stdlib_corpus(), str(stdlib_root())
+    except FileNotFoundError as exc:
+        print(f"error: no such file or directory: {exc}", file=sys.stderr)
+        return 2
+    try:
+        model = open_model(args.model, n_ctx=args.ctx_size, n_threads=args.threads,
+                           n_gpu_layers=args.gpu_layers, seed=args.seed)  # fmt: skip
+    except ModelError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        oracle = Oracle(shutil.which(args.oracle) or args.oracle)
+    except (OSError, OracleFailure) as exc:
+        print(f"error: cannot start oracle {args.oracle!r}: {exc}", file=sys.stderr)
+        return 2
+    kinds = CUT_KINDS if args.cuts == "both" else (args.cuts,)
+    with model, oracle:
+        target = tuple(args.target or oracle.version[:2])
+        if target != oracle.version[:2]:
+            print(f"warning: target {target[0]}.{target[1]} but the oracle is "
+                  f"{oracle.version_string}: verdicts may differ", file=sys.stderr)  # fmt: skip
+        options = DecodeOptions(
+            max_tokens=args.max_tokens,
+            top_k=args.top_k,
+            temperature=args.temperature,
+            seed=args.seed,
+            token_healing=not args.no_token_healing,
+        )
+        cfg = Config(options, (target[0], target[1]), heal_compare=args.heal_compare)
+        corpus = Corpus(files, oracle)
+        cuts = [cut for kind in kinds for cut in make_cuts(corpus, kind, args.n, args.seed)]
+        QuotientBuilder(cfg.target)  # load the grammar outside the timings
+        results = run_cuts(
+            cuts,
+            corpus,
+            CaseRunner(model, oracle, cfg),
+            progress=not args.no_progress and sys.stderr.isatty(),
+        )
+        report = Report(
+            model=args.model or "default",
+            model_file=Path(model.path).name,
+            model_family=model.layout.family,
+            has_fim=model.has_fim,
+            target=cfg.target,
+            oracle=oracle.python,
+            oracle_version=oracle.version_string,
+            corpus=corpus_name,
+            kinds=tuple(kinds),
+            n=args.n,
+            seed=args.seed,
+            options=options,
+            heal_compare=args.heal_compare,
+            files_used=corpus.used,
+            files_skipped=corpus.skipped,
+            results=results,
+        )
+    report.elapsed_s = time.monotonic() - t0
+    if args.json:
+        print(json.dumps(report.to_dict(details=args.details), indent=1, ensure_ascii=False),
+              file=out)  # fmt: skip
+    else:
+        print(report.summary(show=args.show), file=out)
+    return 0 if report.sound else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
