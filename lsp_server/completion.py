@@ -228,6 +228,10 @@ def generate(
     return result
 
 
+#: Completeness checks spent looking for a stopping point inside tokens.
+_IN_TOKEN_STOP_CHECKS = 128
+
+
 class _Decoder:
     """One generation; holds the loop's state so each piece stays small."""
 
@@ -293,7 +297,7 @@ class _Decoder:
             if self.cancel is not None and self.cancel():
                 stop = "cancelled"
                 break
-            if self.deadline is not None and time.perf_counter() > self.deadline:
+            if self._past_deadline():
                 stop = "deadline"
                 break
             if self.stop_when_connected and self.tokens and self._connected():
@@ -400,6 +404,9 @@ class _Decoder:
         self.parser_us.append(parser_ns / 1e3)
         return result
 
+    def _past_deadline(self) -> bool:
+        return self.deadline is not None and time.perf_counter() > self.deadline
+
     def _connected(self) -> bool:
         """The middle is complete and ends a line (see ``stop_when_connected``)."""
         if self.state is None or self.held:
@@ -416,9 +423,14 @@ class _Decoder:
             return self.middle, True
         # No token boundary was a valid end: look inside the tokens, longest first,
         # each cut once, from the state at the start of the token it falls in.
+        # Bounded, and by the deadline: this runs after generation has stopped.
+        budget = _IN_TOKEN_STOP_CHECKS
         end = len(self.middle)
         for middle, state in reversed(self.boundaries):
             for cut in range(end, len(middle) - 1, -1):
+                budget -= 1
+                if budget < 0 or self._past_deadline():
+                    return self.middle, False
                 candidate = self.middle[:cut]
                 if state.feed(candidate[len(middle) :]).complete:
                     return candidate, True
