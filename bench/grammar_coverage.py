@@ -62,7 +62,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import IO, Protocol
+from typing import IO, Protocol, TypeVar
 
 from quotient_parser import Recognizer, SourceDecodeError, decode_source
 
@@ -935,23 +935,29 @@ class _SimpleProgress:
         self.stream.flush()
 
 
-def _progress(files: Sequence[CorpusFile], enabled: bool) -> Iterator[CorpusFile]:
+_Item = TypeVar("_Item")
+
+
+def with_progress(
+    items: Sequence[_Item], enabled: bool, unit: str, label: Callable[[_Item], str]
+) -> Iterator[_Item]:
+    """Yield ``items`` with a progress bar on stderr (tqdm if installed) when enabled."""
     if not enabled:
-        yield from files
+        yield from items
         return
     try:
         from tqdm import tqdm
     except ImportError:
-        simple = _SimpleProgress(len(files), sys.stderr)
-        for cf in files:
-            yield cf
-            simple.update(cf.name)
+        simple = _SimpleProgress(len(items), sys.stderr)
+        for item in items:
+            yield item
+            simple.update(label(item))
         simple.close()
         return
-    bar = tqdm(total=len(files), unit="file", file=sys.stderr, dynamic_ncols=True)
-    for cf in files:
-        bar.set_postfix_str(cf.name[-40:], refresh=False)
-        yield cf
+    bar = tqdm(total=len(items), unit=unit, file=sys.stderr, dynamic_ncols=True)
+    for item in items:
+        bar.set_postfix_str(label(item)[-40:], refresh=False)
+        yield item
         bar.update(1)
     bar.close()
 
@@ -977,7 +983,7 @@ def check_files(
     )
     t0 = time.monotonic()
     rec = Recognizer(target=cfg.target)
-    for cf in _progress(files, progress):
+    for cf in with_progress(files, progress, "file", lambda cf: cf.name):
         report.results.append(FileChecker(rec, oracle, cfg, cf).run())
     report.elapsed_s = time.monotonic() - t0
     return report

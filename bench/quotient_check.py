@@ -82,7 +82,6 @@ from bench.grammar_coverage import (
     OracleFailure,
     Verdict,
     _crash_detail,
-    _SimpleProgress,
     discover,
     make_mutant,
     parse_target,
@@ -92,6 +91,7 @@ from bench.grammar_coverage import (
     stdlib_root,
     time_limit,
     token_spans,
+    with_progress,
 )
 from quotient_parser import SourceDecodeError, decode_source
 from quotient_parser.quotient import Quotient, QuotientBuilder, QuotientState
@@ -722,24 +722,7 @@ class Report:
 
 
 def _progress(cuts: Sequence[Cut], enabled: bool) -> Iterator[Cut]:
-    if not enabled:
-        yield from cuts
-        return
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        simple = _SimpleProgress(len(cuts), sys.stderr)
-        for cut in cuts:
-            yield cut
-            simple.update(cut.file)
-        simple.close()
-        return
-    bar = tqdm(total=len(cuts), unit="cut", file=sys.stderr, dynamic_ncols=True)
-    for cut in cuts:
-        bar.set_postfix_str(cut.file[-40:], refresh=False)
-        yield cut
-        bar.update(1)
-    bar.close()
+    return with_progress(cuts, enabled, "cut", lambda cut: cut.file)
 
 
 def check_cuts(
