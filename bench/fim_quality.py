@@ -52,8 +52,8 @@ from bench.grammar_coverage import (
     LineIndex,
     Oracle,
     OracleFailure,
+    add_corpus_arguments,
     discover,
-    parse_target,
     percentile,
     stdlib_corpus,
     stdlib_root,
@@ -446,12 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Success of constrained, unconstrained and checked FIM decoding on cuts "
         "of real code.",
     )
-    p.add_argument(
-        "paths",
-        nargs="*",
-        metavar="PATHS",
-        help="files or directories (default: the standard library)",
-    )
+    add_corpus_arguments(p, target_help="Python version of the quotient")
     p.add_argument(
         "--model",
         default=None,
@@ -466,18 +461,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=int, default=50, metavar="K")
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument(
-        "--target",
-        type=parse_target,
-        default=None,
-        help="Python version of the quotient, e.g. 3.13 (default: the oracle's)",
-    )
-    p.add_argument(
-        "--oracle",
-        default=sys.executable,
-        metavar="PYTHON",
-        help="interpreter whose ast.parse judges the middles (default: this one)",
-    )
-    p.add_argument(
         "--no-token-healing",
         action="store_true",
         help="do not back the word under the cursor out of the prompt",
@@ -491,7 +474,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--ctx-size", type=int, default=4096)
     p.add_argument("--gpu-layers", type=int, default=None, help="default: all if supported")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--details", action="store_true", help="with --json: every cut's middles")
     p.add_argument(
         "--show", type=int, default=0, metavar="N", help="examples printed in the summary"

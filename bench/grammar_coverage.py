@@ -996,11 +996,8 @@ def parse_target(value: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m bench.grammar_coverage",
-        description="Compare the fimlsp recognizer with CPython's parser on real code.",
-    )
+def add_corpus_arguments(p: argparse.ArgumentParser, *, target_help: str) -> None:
+    """The options every benchmark shares: corpus paths, target, oracle, --json."""
     p.add_argument(
         "paths",
         nargs="*",
@@ -1011,7 +1008,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--target",
         type=parse_target,
         default=None,
-        help="Python version to recognize, e.g. 3.13 (default: the oracle's)",
+        help=f"{target_help}, e.g. 3.13 (default: the oracle's)",
     )
     p.add_argument(
         "--oracle",
@@ -1020,6 +1017,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="interpreter whose ast.parse is the oracle (default: this one)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m bench.grammar_coverage",
+        description="Compare the fimlsp recognizer with CPython's parser on real code.",
+    )
+    add_corpus_arguments(p, target_help="Python version to recognize")
     p.add_argument(
         "--limit",
         type=int,

@@ -82,9 +82,9 @@ from bench.grammar_coverage import (
     OracleFailure,
     Verdict,
     _crash_detail,
+    add_corpus_arguments,
     discover,
     make_mutant,
-    parse_target,
     percentile,
     split_lines,
     stdlib_corpus,
@@ -785,30 +785,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m bench.quotient_check",
         description="Check the FIM quotient on middles cut out of real code.",
     )
-    p.add_argument(
-        "paths",
-        nargs="*",
-        metavar="PATHS",
-        help="files or directories (default: the standard library and its tests)",
-    )
+    add_corpus_arguments(p, target_help="Python version of the quotient")
     p.add_argument(
         "--cuts", choices=["boundary", "randspan", "both"], default="both", help="kinds of cut"
     )
     p.add_argument("--n", type=int, default=200, metavar="N", help="cuts of each kind")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--target",
-        type=parse_target,
-        default=None,
-        help="Python version of the quotient, e.g. 3.13 (default: the oracle's)",
-    )
-    p.add_argument(
-        "--oracle",
-        default=sys.executable,
-        metavar="PYTHON",
-        help="interpreter whose ast.parse is the oracle (default: this one)",
-    )
-    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
         "--variants", type=int, default=10, metavar="N", help="other middles judged per cut"
     )
