@@ -278,9 +278,6 @@ class Automaton:
             self._classes[members] = cls
         return cls
 
-    def class_members(self, symbol: int) -> tuple[int, ...]:
-        return self._class_members[-symbol - 1] if symbol < 0 else (symbol,)
-
     @property
     def n_states(self) -> int:
         return len(self.st_items)
