@@ -4,7 +4,7 @@ Usage::
 
     python -m bench.fim_quality [PATHS...] [--model SPEC] [--cuts boundary|randspan|both]
         [--n N] [--seed S] [--max-tokens N] [--target X.Y] [--oracle PYTHON] [--json]
-        [--no-token-healing] [--heal-compare]
+        [--no-token-healing] [--heal-compare] [--closing-share X]
 
 The cuts are those of ``bench.quotient_check`` (``--n`` of each kind, each from a file
 picked uniformly; PATHS default to the running interpreter's standard library): the
@@ -283,6 +283,7 @@ class Report:
             "top_k": opts.top_k,
             "temperature": opts.temperature,
             "token_healing": opts.token_healing,
+            "closing_share": opts.closing_share,
             "files_used": self.files_used,
             "files_skipped": self.files_skipped,
             "cases": len(done),
@@ -461,6 +462,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=int, default=50, metavar="K")
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument(
+        "--closing-share",
+        type=float,
+        default=DecodeOptions.closing_share,
+        metavar="X",
+        help="share of --max-tokens after which constrained decoding closes the middle "
+        "(0: never; see lsp_server.completion)",
+    )
+    p.add_argument(
         "--no-token-healing",
         action="store_true",
         help="do not back the word under the cursor out of the prompt",
@@ -518,6 +527,7 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
             temperature=args.temperature,
             seed=args.seed,
             token_healing=not args.no_token_healing,
+            closing_share=args.closing_share,
         )
         cfg = Config(options, (target[0], target[1]), heal_compare=args.heal_compare)
         corpus = Corpus(files, oracle)

@@ -7,7 +7,11 @@ end-of-generation token is accepted only where the middle is *complete*
 (``left + middle + right`` parses).  When no candidate in the top k is viable
 generation stops; at the token or time limit the best complete stopping
 point seen is returned (length-normalised log-probability including the
-end-of-generation probability there).
+end-of-generation probability there).  Before it comes to that, once half the
+token budget is spent without the middle ever being complete, the loop *closes*:
+it looks among the model's best few viable candidates for one that completes
+the middle and stops there (only a decoder that knows the quotient can do this;
+it is what lets a model that never sees the right context meet it).
 
 Three modes share the loop so that they can be compared on equal terms:
 
@@ -81,6 +85,12 @@ class DecodeOptions:
     #: models without FIM tokens, which never see the right context and so
     #: would go on to write what already follows the cursor.
     stop_when_connected: bool | None = None
+    #: Closing: once this share of ``max_tokens`` is spent and the middle has never
+    #: been complete, each step prefers, among the first ``closing_candidates`` viable
+    #: candidates in the model's order, one after which the middle is complete, and
+    #: stops there.  0 disables it.
+    closing_share: float = 0.5
+    closing_candidates: int = 8
 
 
 @dataclass
@@ -265,6 +275,12 @@ class _Decoder:
         # best complete stopping point: (score, middle)
         self.best: tuple[float, str] | None = None
         self.boundaries: list[tuple[str, QuotientState]] = []
+        self.closing_from = (
+            int(options.max_tokens * options.closing_share)
+            if 0 < options.closing_share < 1 and options.closing_candidates > 0
+            else None
+        )
+        self.closed = False  # the last token was chosen because it completes the middle
 
     # -- candidate checks -------------------------------------------------
 
@@ -312,6 +328,9 @@ class _Decoder:
                 stop = "eos"
                 break
             self.tokens += 1
+            if self.closed:
+                stop = "connected"
+                break
             logits = self.model.append(token)
         timings = {"generate_ms": (time.perf_counter() - gen_start) * 1e3}
         middle = self.middle
@@ -354,21 +373,39 @@ class _Decoder:
         # Track the best stopping point here: is the middle so far complete?
         # (Text still owed to token healing is the left context's own text, so
         # it does not stand in the way of stopping.)
+        # The check is skipped where stopping could not beat the best point already
+        # found, which spares most checks once one exists.
         if not self.held:
-            t0 = time.perf_counter_ns()
-            done = state.complete
-            parser_ns += time.perf_counter_ns() - t0
-            if done:
-                logprobs = _log_softmax(logits)
-                end_lp = (
-                    float(np.logaddexp.reduce(logprobs[self.eog_ids]))
-                    if self.eog_ids
-                    else -math.inf
-                )
-                score = (self.logprob + end_lp) / (self.tokens + 1)
-                if self.best is None or score > self.best[0]:
+            logprobs = _log_softmax(logits)
+            end_lp = (
+                float(np.logaddexp.reduce(logprobs[self.eog_ids])) if self.eog_ids else -math.inf
+            )
+            score = (self.logprob + end_lp) / (self.tokens + 1)
+            if self.best is None or score > self.best[0]:
+                t0 = time.perf_counter_ns()
+                done = state.complete
+                parser_ns += time.perf_counter_ns() - t0
+                if done:
                     self.best = (score, self.middle)
         result: tuple[int, bool] | None = None
+        closing = (
+            self.closing_from is not None
+            and self.tokens >= self.closing_from
+            and self.best is None
+            and not self.forced
+        )
+        if closing:
+            t0 = time.perf_counter_ns()
+            closer = self._closing_candidate(order, state)
+            parser_ns += time.perf_counter_ns() - t0
+            if closer is not None:
+                tok, text, new_state = closer
+                if logprobs is None:
+                    logprobs = _log_softmax(logits)
+                self._take(tok, text, b"", "", state, new_state, float(logprobs[tok]))
+                self.closed = True
+                self.parser_us.append(parser_ns / 1e3)
+                return tok, False
         for token in order:
             tok = int(token)
             if self.model.eog(tok):
@@ -394,15 +431,50 @@ class _Decoder:
                 continue
             if logprobs is None:
                 logprobs = _log_softmax(logits)
-            self.logprob += float(logprobs[tok])
-            self.boundaries.append((self.middle, state))  # the middle that ``state`` is for
-            self.middle += text
-            self.held, self.forced = held, forced
-            self.state = new_state
+            self._take(tok, text, held, forced, state, new_state, float(logprobs[tok]))
             result = (tok, False)
             break
         self.parser_us.append(parser_ns / 1e3)
         return result
+
+    def _take(
+        self,
+        token: int,
+        text: str,
+        held: bytes,
+        forced: str,
+        state: QuotientState,
+        new_state: QuotientState,
+        logprob: float,
+    ) -> None:
+        """Append a chosen token's text to the middle."""
+        self.logprob += logprob
+        self.boundaries.append((self.middle, state))  # the middle that ``state`` is for
+        self.middle += text
+        self.held, self.forced = held, forced
+        self.state = new_state
+
+    def _closing_candidate(
+        self, order: npt.NDArray[np.intp], state: QuotientState
+    ) -> tuple[int, str, QuotientState] | None:
+        """The best-ranked of the first few viable candidates that completes the middle."""
+        viable = 0
+        for token in order:
+            tok = int(token)
+            if self.model.eog(tok) or not self.vocab[tok]:
+                continue
+            got = self._text_of(tok)
+            if got is None or got[1] or not got[0]:
+                continue  # incomplete character, or nothing to add
+            new_state = state.feed(got[0])
+            if not new_state.viable:
+                continue
+            if new_state.complete:
+                return tok, got[0], new_state
+            viable += 1
+            if viable >= self.opts.closing_candidates:
+                break
+        return None
 
     def _past_deadline(self) -> bool:
         return self.deadline is not None and time.perf_counter() > self.deadline

@@ -264,6 +264,36 @@ def test_constrained_beats_unconstrained(outcomes: list[Outcome], ast_accepts: A
     assert all(o.unconstrained.complete is None for o in outcomes)
 
 
+def test_closing_connects_more_middles(
+    outcomes: list[Outcome],
+    tiny_factory: TinyFactory,
+    target: tuple[int, int],
+    ast_accepts: Accepts,
+) -> None:
+    """A model that would chain unary pluses forever never completes ``x = 1 +`` by
+    itself; closing (the default) picks a completing candidate after half the budget."""
+    path = tiny_factory("plus", token_bias={" +": 20.0}, n_layer=1, n_embd=32)
+    with FimModel(path, n_ctx=512) as model:
+        case = Case("boundary", "plus.py", "x = 1 +", "\nprint(x)\n", "")
+        plain = generate(
+            model,
+            case.left,
+            case.right,
+            DecodeOptions(max_tokens=16, closing_share=0.0),
+            target=target,
+        )
+        closing = generate(model, case.left, case.right, DecodeOptions(max_tokens=16),
+                           target=target)  # fmt: skip
+    assert plain.stop_reason == "max_tokens" and not plain.complete
+    assert closing.stop_reason == "connected" and closing.complete, closing.middle
+    assert closing.tokens == 9  # 8 pluses, then the closing token
+    assert _valid(ast_accepts, case, closing)
+    # Over the stdlib cuts, whatever closing connected parses.
+    for o in outcomes:
+        if o.constrained.stop_reason == "connected":
+            assert _valid(ast_accepts, o.case, o.constrained), _describe(o.case, o.constrained)
+
+
 def test_checked_mode(outcomes: list[Outcome], ast_accepts: Accepts) -> None:
     for o in outcomes:
         c, u = o.checked, o.unconstrained

@@ -302,6 +302,18 @@ def _copy_tokenizer(
     return len(tokens)
 
 
+def _byte_level(text: str) -> str:
+    """``text`` as byte-level BPE vocabularies (GPT-2, StarCoder) spell it."""
+    printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
+    table = {b: chr(b) for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in table:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return "".join(table[b] for b in text.encode("utf-8"))
+
+
 def build_tiny_model(
     path: str | os.PathLike[str],
     vocab: str | os.PathLike[str] = "starcoder",
@@ -318,6 +330,8 @@ def build_tiny_model(
     rename_tokens: Mapping[str, str] | None = None,
     strip_fim: bool = False,
     fim_ids: Mapping[str, int] | None = None,
+    stop_bias: float = 0.0,
+    token_bias: Mapping[str, float] | None = None,
 ) -> Path:
     """Write a tiny random-weight llama-architecture GGUF to ``path`` and return it.
 
@@ -328,6 +342,16 @@ def build_tiny_model(
     become control tokens, as special tokens are in real conversions. The output embedding
     is tied to the input one (llama.cpp duplicates it), halving the file size. The same
     arguments always give byte-identical files.
+
+    ``stop_bias`` makes a model that wants to stop: every token embedding gets a
+    constant first channel, which survives to the last layer, and the output row
+    of the end-of-sequence token reads that channel with this weight (the output
+    embedding is then written untied).  With a large bias, end-of-sequence ranks
+    first at every step, so constrained decoding stops at the first point where
+    the middle is complete: tests of the server get completions that end.
+    ``token_bias`` does the same for other tokens, named by their text (byte-level
+    BPE vocabularies such as StarCoder's), so that a test model can prefer, say,
+    closing brackets.
     """
     import gguf
 
@@ -366,7 +390,24 @@ def build_tiny_model(
                                   fim_ids)  # fmt: skip
         writer.add_vocab_size(n_vocab)
 
-        writer.add_tensor("token_embd.weight", weight(n_vocab, n_embd, embd_scale))
+        embeddings = weight(n_vocab, n_embd, embd_scale)
+        if stop_bias or token_bias:
+            fields = read_gguf_metadata(vocab_path(vocab))
+            biases = {int(fields["tokenizer.ggml.eos_token_id"][2]): stop_bias}
+            if token_bias:
+                ids = {text: i for i, text in enumerate(fields["tokenizer.ggml.tokens"][2])}
+                for text, bias in token_bias.items():
+                    key = _byte_level(text)
+                    if key not in ids:
+                        raise ModelError(f"no token {text!r} in the vocabulary {vocab}")
+                    biases[ids[key]] = bias
+            output = embeddings.copy()
+            embeddings[:, 0] = 4.0 * embd_scale
+            output[:, 0] = 0.0
+            for token, bias in biases.items():
+                output[token, 0] = bias
+            writer.add_tensor("output.weight", output)
+        writer.add_tensor("token_embd.weight", embeddings)
         writer.add_tensor("output_norm.weight", ones())
         q_scale, o_scale = n_embd**-0.5, (n_head * head_dim) ** -0.5
         for i in range(n_layer):
