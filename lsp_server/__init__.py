@@ -1,4 +1,14 @@
-"""fimlsp's language server (Language Server Protocol over stdio).
+"""fimlsp: syntax-guaranteed fill-in-the-middle completion for Python over LSP.
 
-Empty for now: the server arrives with a later issue.
+``lsp_server.server`` is the language server, ``lsp_server.engine`` its model
+worker, ``lsp_server.completion`` the constrained decoding loop and
+``lsp_server.model`` the llama.cpp layer.  ``fimlsp`` (``lsp_server.cli``) is
+the command line.
 """
+
+from importlib import metadata as _metadata
+
+try:
+    __version__ = _metadata.version("fimlsp")
+except _metadata.PackageNotFoundError:  # running from a checkout that was not installed
+    __version__ = "0.0.0+unknown"

@@ -3,8 +3,8 @@
 ``fimlsp complete FILE --line L --column C`` prints a syntax-checked middle
 for the cursor at that position; ``fimlsp check FILE...`` tells whether files
 are valid modules for the target Python version and, if not, where the text
-stops being a viable prefix.  The language server joins this entry point
-when it lands.
+stops being a viable prefix.  Without a subcommand, ``fimlsp`` is the language
+server: ``fimlsp --stdio`` (the default) or ``fimlsp --tcp --port N``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from quotient_parser.recognizer import Recognizer, SourceDecodeError, decode_source
+
+from . import __version__
 
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 
@@ -144,11 +146,49 @@ def _complete(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    """Run the language server until the client says exit."""
+    handler: logging.Handler = (
+        logging.FileHandler(args.log_file, encoding="utf-8")
+        if args.log_file
+        else logging.StreamHandler(sys.stderr)  # stdout carries the protocol
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(args.log_level)
+
+    from .server import create_server
+
+    server = create_server()
+    if args.tcp:
+        server.start_tcp(args.host, args.port)
+    else:
+        server.start_io()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fimlsp", description="Syntax-guaranteed fill-in-the-middle completion for Python."
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"fimlsp {__version__}")
+    serve = parser.add_argument_group("language server (when no command is given)")
+    transport = serve.add_mutually_exclusive_group()
+    transport.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout "
+                           "(the default)")  # fmt: skip
+    transport.add_argument("--tcp", action="store_true", help="listen for one client on TCP")
+    serve.add_argument("--host", default="127.0.0.1", help="TCP host (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=2087, help="TCP port (default 2087)")
+    serve.add_argument("--log-file", metavar="PATH", help="write the server's log here")
+    serve.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="log level (default WARNING)",
+    )
+    parser.set_defaults(func=_serve)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     check = sub.add_parser(
         "check", help="check whether files are valid Python for a target version"
     )

@@ -1,0 +1,133 @@
+"""The server's configuration, as editors send it.
+
+Settings arrive as JSON from ``initializationOptions``, from
+``workspace/didChangeConfiguration`` and from ``workspace/configuration``
+(section ``fimlsp``).  Keys are camelCase as in VS Code's settings; snake_case
+is accepted too.  A bad value is reported and ignored, never fatal: the rest of
+the settings still apply.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["LineMode", "Settings"]
+
+LineMode = Literal["auto", "single", "multi"]
+
+_MODES = ("constrained", "unconstrained", "checked")
+_LINE_MODES = ("auto", "single", "multi")
+_TARGETS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a user can configure."""
+
+    enable: bool = True
+    #: A GGUF path, ``hf://owner/repo/file.gguf``, or ``default`` (the embedded model).
+    model: str = "default"
+    #: Alternative to ``hf://`` in ``model``: a Hugging Face repository and file.
+    model_repo: str | None = None
+    model_file: str | None = None
+    gpu_layers: int | None = None  # None: all layers when llama.cpp can offload
+    context_size: int = 4096
+    threads: int = 1
+    max_tokens: int = 64
+    deadline_ms: int = 3000
+    top_k: int = 50
+    mode: str = "constrained"
+    line_mode: LineMode = "auto"
+    python_version: str = "3.13"
+    #: Larger documents get no completions (building their quotient would take seconds).
+    max_document_chars: int = 2_000_000
+
+    @property
+    def model_spec(self) -> str | tuple[str, str]:
+        """What ``lsp_server.model.resolve_model`` takes."""
+        if self.model_repo and self.model_file:
+            return (self.model_repo, self.model_file)
+        return self.model
+
+    @property
+    def model_key(self) -> tuple[object, ...]:
+        """The settings that need the model reloaded when they change."""
+        return (self.model_spec, self.gpu_layers, self.context_size, self.threads)
+
+    def merged(self, data: object) -> tuple[Settings, list[str]]:
+        """These settings updated from editor JSON; returns (settings, problems)."""
+        if not isinstance(data, Mapping):
+            return self, [] if data is None else [f"settings must be an object, got {data!r}"]
+        if isinstance(data.get("fimlsp"), Mapping):
+            data = data["fimlsp"]  # {"fimlsp": {...}} as didChangeConfiguration sends it
+        assert isinstance(data, Mapping)
+        changes: dict[str, Any] = {}
+        problems: list[str] = []
+        for key, value in data.items():
+            name = _field_name(str(key))
+            if name is None:
+                problems.append(f"unknown setting {key!r}")
+                continue
+            try:
+                changes[name] = _check(name, value)
+            except (TypeError, ValueError) as exc:
+                problems.append(f"setting {key!r}: {exc}")
+        return dataclasses.replace(self, **changes), problems
+
+
+_FIELDS = {f.name for f in dataclasses.fields(Settings)}
+
+
+def _field_name(key: str) -> str | None:
+    snake = "".join("_" + c.lower() if c.isupper() else c for c in key).lstrip("_")
+    aliases = {"ctx_size": "context_size", "n_gpu_layers": "gpu_layers"}
+    snake = aliases.get(snake, snake)
+    return snake if snake in _FIELDS else None
+
+
+def _int(value: object, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise TypeError(f"expected an integer, got {value!r}")
+    if not low <= int(value) <= high:
+        raise ValueError(f"{value} is outside {low}..{high}")
+    return int(value)
+
+
+def _choice(value: object, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ValueError(f"expected one of {', '.join(choices)}, got {value!r}")
+    return str(value)
+
+
+def _check(name: str, value: object) -> object:
+    """The value for field ``name``, or TypeError / ValueError."""
+    if name == "enable":
+        if not isinstance(value, bool):
+            raise TypeError(f"expected true or false, got {value!r}")
+        return value
+    if name in ("model", "model_repo", "model_file"):
+        if value is None or value == "":
+            return "default" if name == "model" else None
+        if not isinstance(value, str):
+            raise TypeError(f"expected a string, got {value!r}")
+        return value
+    if name == "gpu_layers":
+        return None if value is None or value == -1 else _int(value, 0, 100_000)
+    if name == "python_version":
+        return _choice(str(value), _TARGETS)
+    if name == "mode":
+        return _choice(value, _MODES)
+    if name == "line_mode":
+        return _choice(value, _LINE_MODES)
+    limits = {
+        "context_size": (256, 1 << 20),
+        "threads": (1, 512),
+        "max_tokens": (1, 4096),
+        "deadline_ms": (50, 600_000),
+        "top_k": (1, 1 << 20),
+        "max_document_chars": (1, 1 << 31),
+    }
+    return _int(value, *limits[name])

@@ -1,0 +1,50 @@
+"""The server's command line and its handling of raw, malformed protocol traffic."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("pytest_lsp", reason="pytest-lsp is not installed")
+
+from lsp_fixtures import SERVER
+
+
+def test_malformed_messages_do_not_kill_the_server() -> None:
+    """Raw bytes over stdio: garbage JSON and an unknown method get errors; then a real
+    initialize is answered."""
+
+    def frame(body: bytes) -> bytes:
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    messages = [
+        frame(b"{not json"),
+        frame(b'{"jsonrpc": "2.0", "id": 1, "method": "no/suchMethod", "params": {}}'),
+        frame(
+            b'{"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"capabilities": {}}}'
+        ),
+        frame(b'{"jsonrpc": "2.0", "id": 3, "method": "shutdown"}'),
+        frame(b'{"jsonrpc": "2.0", "method": "exit"}'),
+    ]
+    proc = subprocess.run(
+        SERVER.server_command,
+        input=b"".join(messages),
+        capture_output=True,
+        timeout=60,
+    )
+    out = proc.stdout
+    assert b'"id": 1' in out and b"-32601" in out  # method not found
+    assert b'"id": 2' in out and b"inlineCompletionProvider" in out
+    assert b'"id": 3' in out
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+
+
+def test_cli_flags() -> None:
+    run = [sys.executable, "-m", "lsp_server.cli"]
+    version = subprocess.run([*run, "--version"], capture_output=True, text=True, timeout=60)
+    assert version.returncode == 0 and version.stdout.startswith("fimlsp ")
+    usage = subprocess.run([*run, "--help"], capture_output=True, text=True, timeout=60)
+    for flag in ("--stdio", "--tcp", "--port", "--log-file", "--log-level"):
+        assert flag in usage.stdout
