@@ -1,0 +1,37 @@
+"""bench.lsp_latency end to end, small: the tiny model, 40 requests, both cancel styles."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pytest_lsp", reason="pytest-lsp is not installed")
+
+from lsp_fixtures import stopping_model
+from model_fixtures import model_cache, tiny_factory
+
+from bench import lsp_latency
+
+__all__ = ["model_cache", "stopping_model", "tiny_factory"]  # fixtures used by name
+
+
+@pytest.mark.parametrize("cancel", ["explicit", "supersede"])
+def test_latency_benchmark_runs(stopping_model: Path, cancel: str) -> None:
+    out = io.StringIO()
+    argv = ["--model", str(stopping_model), "--requests", "40", "--typing-ms", "10",
+            "--cancel", cancel, "--json", "--no-progress"]  # fmt: skip
+    assert lsp_latency.main(argv, out=out) == 0
+    report = json.loads(out.getvalue())
+    for key in ("requests", "latency_ms_p50", "latency_ms_p95", "cancelled", "errors",
+                "rss_mb_after"):  # fmt: skip
+        assert key in report
+    assert report["requests"] == 40
+    assert report["errors"] == 0
+    assert report["server_pending_after"] == 0
+    assert report["answered"] + report["cancelled"] == 40
+    assert report["rss_mb_after"] > 0
+    if cancel == "supersede":
+        assert report["cancel_sent"] == 0

@@ -1,0 +1,103 @@
+"""Unit tests of the server's parts: documents and positions, settings, line mode."""
+
+from __future__ import annotations
+
+import pytest
+
+from lsp_server.documents import Document, PositionError
+from lsp_server.engine import opens_block
+from lsp_server.settings import Settings
+from quotient_parser.quotient import Quotient
+
+# ----------------------------------------------------------------------------- documents
+
+
+def test_lines_end_only_at_protocol_line_ends() -> None:
+    # A form feed and U+2028 are not line ends for the protocol (str.splitlines says they are).
+    doc = Document("u", "a\x0cb\u2028c\r\nd\re\nf")
+    assert doc.line_starts == [0, 7, 9, 11]
+    assert doc.offset_at(0, 3) == 3
+    assert doc.offset_at(1, 0) == 7
+    assert doc.offset_at(3, 1) == 12
+
+
+@pytest.mark.parametrize(
+    ("encoding", "column", "expected"),
+    [
+        ("utf-16", 3, 2),  # "é" is 1 unit, the snake 2 (a surrogate pair)
+        ("utf-16", 4, 3),
+        ("utf-8", 3, 2),  # "é" is 2 bytes, the snake 4
+        ("utf-8", 7, 3),
+        ("utf-32", 3, 3),
+        ("utf-16", 2, 2),  # inside the surrogate pair: the start of the character
+        ("utf-16", 99, 5),  # past the end of the line: the end of the line
+    ],
+)
+def test_columns_in_code_units(encoding: str, column: int, expected: int) -> None:
+    doc = Document("u", "xé🐍yz\nnext")
+    assert doc.offset_at(0, column, encoding) == expected
+
+
+def test_position_round_trip() -> None:
+    text = "aé🐍\r\nb\n"
+    doc = Document("u", text)
+    for offset in range(len(text) + 1):
+        if text[offset - 1 : offset + 1] == "\r\n":
+            continue  # between \r and \n is not a position
+        for encoding in ("utf-16", "utf-8", "utf-32"):
+            line, column = doc.position_at(offset, encoding)
+            assert doc.offset_at(line, column, encoding) == offset
+
+
+def test_incremental_replace_and_errors() -> None:
+    doc = Document("u", "x = 1\ny = 2\n")
+    doc.replace((1, 4), (1, 5), "🐍 + 3")
+    assert doc.text == "x = 1\ny = 🐍 + 3\n"
+    doc.replace((1, 4), (1, 6), "")  # the surrogate pair: 2 UTF-16 units
+    assert doc.text == "x = 1\ny =  + 3\n"
+    with pytest.raises(PositionError):
+        doc.offset_at(5, 0)
+    with pytest.raises(PositionError):
+        doc.replace((1, 3), (0, 0), "")
+
+
+# ----------------------------------------------------------------------------- settings
+
+
+def test_settings_merge_and_report_problems() -> None:
+    settings, problems = Settings().merged(
+        {"fimlsp": {"maxTokens": 12, "line_mode": "single", "topK": 0, "colour": "red"}}
+    )
+    assert settings.max_tokens == 12 and settings.line_mode == "single"
+    assert settings.top_k == Settings().top_k  # the bad value is ignored ...
+    assert any("topK" in p for p in problems)  # ... and reported
+    assert any("colour" in p for p in problems)
+    assert Settings().merged(None) == (Settings(), [])
+    assert Settings().merged("nonsense")[1]
+
+
+def test_model_spec_from_repo_and_file() -> None:
+    settings, _ = Settings().merged({"modelRepo": "Qwen/X-GGUF", "modelFile": "x-q8_0.gguf"})
+    assert settings.model_spec == ("Qwen/X-GGUF", "x-q8_0.gguf")
+    changed, _ = settings.merged({"maxTokens": 5})
+    assert changed.model_key == settings.model_key  # no reload for a decoding setting
+    assert settings.merged({"threads": 4})[0].model_key != settings.model_key
+
+
+# ----------------------------------------------------------------------------- line mode
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "expected"),
+    [
+        ("def f(x):", "\n", True),
+        ("if x:\n    pass\nelse:", "\n", True),
+        ("class C:\n    def m(self):", "\n    pass\n", True),
+        ("x = f(", ")\n", False),  # the rest of the line closes it
+        ("x = 1", "\n", False),
+        ("d = {", "\n}\n", False),  # a bracket is not a block
+        ("def f(x): return", "\n", False),
+    ],
+)
+def test_opens_block(left: str, right: str, expected: bool) -> None:
+    assert opens_block(Quotient(left, right), left, right) is expected
