@@ -103,7 +103,7 @@ class FimLanguageServer(LanguageServer):
         self._pulled: object = None
         self._pushed: object = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._progress_token: str | None = None
+        self._progress = _LoadProgress(self)
         self._shown_error: str | None = None
         self.engine = Engine(on_state=self._engine_state, on_progress=self._engine_progress)
 
@@ -196,45 +196,17 @@ class FimLanguageServer(LanguageServer):
         elif state == "ready":
             self._shown_error = None
             self.log_to_client(f"fimlsp: model ready: {message}", types.MessageType.Info)
-        if state in ("ready", "error") and self._progress_token is not None:
-            token, self._progress_token = self._progress_token, None
-            self._threadsafe(
-                lambda: self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=state))
-            )
+        if state in ("ready", "error"):
+            self._threadsafe(lambda: self._progress.finish(state))
 
     def _engine_progress(self, percent: int, message: str) -> None:
-        def report() -> None:
-            token = self._progress_token
-            if token is None:
-                return
-            self.work_done_progress.report(
-                token, types.WorkDoneProgressReport(message=message, percentage=percent)
-            )
-
-        self._threadsafe(report)
+        self._threadsafe(lambda: self._progress.report(percent, message))
 
     def begin_progress(self) -> None:
         """Open a work-done progress for a model load, if the client shows them."""
         window = self.client_capabilities.window
-        if window is None or not window.work_done_progress or self._progress_token:
-            return
-        token = f"fimlsp-load-{uuid.uuid4().hex[:8]}"
-        self._progress_token = token
-
-        def created(*_: object) -> None:
-            if self._progress_token == token:
-                self.work_done_progress.begin(
-                    token,
-                    types.WorkDoneProgressBegin(
-                        title="fimlsp", message="loading the model", percentage=0
-                    ),
-                )
-
-        try:
-            self.work_done_progress.create(token, created)
-        except Exception as exc:  # a client that refuses gets no progress, nothing else
-            log.warning("cannot create progress: %s", exc)
-            self._progress_token = None
+        if window is not None and window.work_done_progress:
+            self._progress.start()
 
     # ---------------------------------------------------------------- completion
 
@@ -276,6 +248,70 @@ class FimLanguageServer(LanguageServer):
             self._running.pop(msg_id, None)
         self.send_status(answer.status)
         return request, answer
+
+
+class _LoadProgress:
+    """``$/progress`` for one model load; every method runs on the event loop.
+
+    The client must answer ``window/workDoneProgress/create`` before the server may
+    begin, while the model worker reports as it goes: reports that come before the
+    begin are held (the last one is sent after it), and a load that finishes first
+    is ended right after the begin.
+    """
+
+    def __init__(self, server: LanguageServer) -> None:
+        self.server = server
+        self.token: str | None = None
+        self.begun = False
+        self.pending: tuple[int, str] | None = None
+        self.finished: str | None = None
+
+    def start(self) -> None:
+        if self.token is not None:
+            return
+        token = self.token = f"fimlsp-load-{uuid.uuid4().hex[:8]}"
+        self.begun, self.pending, self.finished = False, None, None
+
+        def created(*_: object) -> None:
+            if self.token != token:
+                return
+            progress = self.server.work_done_progress
+            progress.begin(
+                token,
+                types.WorkDoneProgressBegin(
+                    title="fimlsp", message="loading the model", percentage=0
+                ),
+            )
+            self.begun = True
+            if self.pending is not None:
+                self.report(*self.pending)
+            if self.finished is not None:
+                self.finish(self.finished)
+
+        try:
+            self.server.work_done_progress.create(token, created)
+        except Exception as exc:  # a client that refuses gets no progress, nothing else
+            log.warning("cannot create progress: %s", exc)
+            self.token = None
+
+    def report(self, percent: int, message: str) -> None:
+        if self.token is None:
+            return
+        if not self.begun:
+            self.pending = (percent, message)
+            return
+        self.server.work_done_progress.report(
+            self.token, types.WorkDoneProgressReport(message=message, percentage=percent)
+        )
+
+    def finish(self, state: str) -> None:
+        if self.token is None:
+            return
+        if not self.begun:
+            self.finished = state
+            return
+        token, self.token = self.token, None
+        self.server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=state))
 
 
 def create_server() -> FimLanguageServer:

@@ -103,6 +103,14 @@ async def test_capabilities(client: LanguageClient) -> None:
     assert client.init_result.server_info.name == "fimlsp"  # type: ignore[attr-defined]
 
 
+async def test_model_load_reports_progress(client: LanguageClient) -> None:
+    reports = [r for token, r in client.progress_reports.items() if "fimlsp-load" in str(token)]
+    assert reports, client.progress_reports
+    kinds = [type(item).__name__ for item in reports[0]]
+    assert kinds[0] == "WorkDoneProgressBegin" and kinds[-1] == "WorkDoneProgressEnd"
+    assert any(getattr(item, "percentage", None) == 100 for item in reports[0])
+
+
 async def test_completion_fits_between_left_and_right(client: LanguageClient) -> None:
     uri = "file:///demo.py"
     text = "def f(x):\n    return (x +\n\nprint(f(1))\n"
