@@ -23,6 +23,7 @@ Built on pygls.  What it adds to pygls' defaults:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import logging
 import os
@@ -341,6 +342,7 @@ def create_server() -> FimLanguageServer:
             ls._pushed = pushed
             ls.apply_settings(ls._pulled, ls._pushed)
         else:  # "something changed": ask, as the protocol now prefers
+            ls._pushed = None  # the answer is newer than anything pushed before
             await ls.pull_settings()
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
@@ -423,6 +425,7 @@ def create_server() -> FimLanguageServer:
             "document": document,
             "state": ls.engine.state,
             "message": ls.engine.state_message,
+            "settings": dataclasses.asdict(ls.settings),
             "documents": len(ls.documents),
             "capturedRequests": len(ls._captured),
             "runningRequests": len(ls._running),

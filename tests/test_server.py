@@ -62,6 +62,19 @@ async def settled(client: LanguageClient, timeout: float = 10) -> dict[str, Any]
         await asyncio.sleep(0.05)
 
 
+async def settings_become(
+    client: LanguageClient, check: Any, timeout: float = 10
+) -> dict[str, Any]:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        settings = (await server_status(client))["settings"]
+        if check(settings):
+            return dict(settings)
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"settings did not change: {settings}")
+        await asyncio.sleep(0.05)
+
+
 def parses(source: str) -> bool:
     try:
         ast.parse(source)
@@ -340,6 +353,24 @@ async def test_out_of_range_and_unknown_documents(client: LanguageClient) -> Non
     # A column past the end of its line means the end of the line (the specification).
     await inline_items(client, uri, 0, 500)
     assert (await server_status(client))["state"] == "ready"
+
+
+async def test_settings_pulled_with_workspace_configuration(
+    client: LanguageClient, stopping_model: Path
+) -> None:
+    """didChangeConfiguration without settings: the server asks for section fimlsp."""
+    client.set_configuration(
+        {"model": str(stopping_model), "maxTokens": 7, "lineMode": "multi", "topK": "x"},
+        section="fimlsp",
+    )
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    settings = await settings_become(client, lambda s: s["max_tokens"] == 7)
+    assert settings["line_mode"] == "multi" and settings["top_k"] == 50
+    await asyncio.sleep(0.1)
+    assert any("topK" in m.message for m in client.log_messages)
+    client.set_configuration({"model": str(stopping_model)}, section="fimlsp")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await settings_become(client, lambda s: s["max_tokens"] != 7)
 
 
 async def test_configuration_to_missing_model_and_back(

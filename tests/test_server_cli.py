@@ -48,3 +48,42 @@ def test_cli_flags() -> None:
     usage = subprocess.run([*run, "--help"], capture_output=True, text=True, timeout=60)
     for flag in ("--stdio", "--tcp", "--port", "--log-file", "--log-level"):
         assert flag in usage.stdout
+
+
+def test_tcp_transport() -> None:
+    """``fimlsp --tcp``: a client connects, initializes and shuts the server down."""
+    import json
+    import socket
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [*SERVER.server_command[:-1], "--tcp", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                conn = socket.create_connection(("127.0.0.1", port), timeout=30)
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise
+                time.sleep(0.1)
+        with conn:
+            body = json.dumps(
+                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}
+            ).encode()
+            conn.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            received = b""
+            while b"inlineCompletionProvider" not in received:
+                chunk = conn.recv(65536)
+                assert chunk, received
+                received += chunk
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
