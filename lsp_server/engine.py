@@ -293,7 +293,13 @@ class Engine:
         quotient = builder.build(left, right)
         quotient_ms = (time.perf_counter() - started) * 1e3
         if settings.mode == "constrained" and quotient.empty:
-            return Answer([], {**status, "stopReason": "right_context_cannot_end",
+            left_ok = quotient.initial.state.viable
+            message = (
+                "no text at the cursor can connect to the code after it"
+                if left_ok
+                else "the code before the cursor is not valid Python, whatever follows"
+            )
+            return Answer([], {**status, "stopReason": "no_middle_fits", "message": message,
                                "quotientMs": quotient_ms})  # fmt: skip
 
         single = self._single_line(settings, quotient, left, right)

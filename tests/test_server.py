@@ -343,6 +343,27 @@ async def test_large_document(client: LanguageClient) -> None:
 # ----------------------------------------------------------------------------- bad input
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "cursor"),
+    [
+        ("nul", "x = (1 +\x00\n", 8),
+        ("surrogate", "s = '\ud800'\nx = (1 +\n", 20),
+        ("deep", "x = " + "(" * 10_000 + "\n", 5000),
+        ("indent", "".join(" " * i + "if x:\n" for i in range(150)), 40),
+    ],
+)
+async def test_hostile_documents(client: LanguageClient, name: str, text: str, cursor: int) -> None:
+    """No completion where none can fit, a status that says why, and the server lives."""
+    uri = f"file:///hostile-{name}.py"
+    open_doc(client, uri, text)
+    pos = lsp_position(text, cursor)
+    items = await inline_items(client, uri, pos.line, pos.character)
+    assert not items
+    status = await client.statuses.wait_for(lambda s: s.get("uri") == uri)  # type: ignore[attr-defined]
+    assert status["stopReason"] == "no_middle_fits" and status["message"]
+    assert (await server_status(client))["state"] == "ready"
+
+
 async def test_out_of_range_and_unknown_documents(client: LanguageClient) -> None:
     uri = "file:///small.py"
     open_doc(client, uri, "x = 1\n")

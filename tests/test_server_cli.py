@@ -25,6 +25,12 @@ def test_malformed_messages_do_not_kill_the_server() -> None:
         frame(
             b'{"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"capabilities": {}}}'
         ),
+        # Not UTF-8 inside a string: the message is dropped, the server goes on.
+        frame(
+            b'{"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument":'
+            b' {"uri": "file:///b.py", "languageId": "python", "version": 1, "text": "x\xff"}}}'
+        ),
+        frame(b'{"jsonrpc": "2.0", "id": 4, "method": "fimlsp/serverStatus", "params": {}}'),
         frame(b'{"jsonrpc": "2.0", "id": 3, "method": "shutdown"}'),
         frame(b'{"jsonrpc": "2.0", "method": "exit"}'),
     ]
@@ -37,6 +43,7 @@ def test_malformed_messages_do_not_kill_the_server() -> None:
     out = proc.stdout
     assert b'"id": 1' in out and b"-32601" in out  # method not found
     assert b'"id": 2' in out and b"inlineCompletionProvider" in out
+    assert b'"id": 4' in out and b'"documents"' in out
     assert b'"id": 3' in out
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
 
