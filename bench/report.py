@@ -1,0 +1,385 @@
+"""Run every benchmark, keep the figures, draw the plots.
+
+Usage::
+
+    python -m bench.report [--quick] [--model SPEC] [--out DIR] [--machine NAME]
+        [--seed S] [PATHS...]
+
+Runs, in order, with a fixed seed and without downloading anything (the corpus is
+the local standard library or PATHS, the model the configured one):
+
+1. ``bench.fim_quality``: constrained, unconstrained and checked decoding on
+   boundary and random-span cuts (the paper's Table I, success rates by mode);
+2. ``bench.grammar_coverage``: the recognizer against CPython's ``ast.parse``;
+3. ``bench.quotient_check``: completeness, soundness and timings of the quotient;
+4. ``bench.overhead``: per-token checking cost against file size, the quotient
+   against ``ast.parse`` on every token (the paper's Figure 11).
+
+Everything goes to ``bench/results/<date>-<machine>/``: one JSON file per
+benchmark, ``config.json`` (arguments, machine, versions), ``report.md`` with the
+tables, and PNG plots: ``overhead.png`` (per-token overhead against file size),
+``construction.png`` (quotient construction time against file size) and
+``success.png`` (success rates by mode and cut kind).
+
+``--quick`` uses small samples and finishes in a few minutes on two CPU cores;
+the full run takes hours (see the README for the last measured duration).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import io
+import json
+import os
+import platform
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+#: (quick, full) sample sizes for each benchmark.
+SIZES = {
+    "fim_cuts": (10, 200),
+    "fim_max_tokens": (16, 32),
+    "coverage_files": (20, None),  # None: the whole corpus
+    "quotient_cuts": (40, 2000),
+    "overhead_cuts": (40, 300),
+}
+
+
+def _capture(main: Callable[..., int], argv: list[str]) -> tuple[int, dict[str, Any]]:
+    """Run a benchmark's ``main`` in process and parse the JSON it prints."""
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        status = main(argv)
+    text = buffer.getvalue()
+    start = text.find("{")
+    if start < 0:
+        raise RuntimeError(f"no JSON from {main.__module__}: {text[-500:]}")
+    return status, json.loads(text[start:])
+
+
+def machine_info() -> dict[str, Any]:
+    """What the figures were taken on."""
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    memory_gb = None
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as f:
+            memory_gb = round(int(f.readline().split()[1]) / 2**20, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    info: dict[str, Any] = {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": memory_gb,
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "load_average_at_start": os.getloadavg() if hasattr(os, "getloadavg") else None,
+    }
+    try:
+        import llama_cpp
+
+        info["llama_cpp_python"] = llama_cpp.__version__
+        info["gpu_offload"] = bool(llama_cpp.llama_supports_gpu_offload())
+    except ImportError:
+        info["llama_cpp_python"] = None
+    return info
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "machine"
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def plot_overhead(overhead: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = overhead["points"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    sizes = [p["file_chars"] for p in points]
+    for key, label, marker in (
+        ("ast_parse_us", "checked: ast.parse on every token", "x"),
+        ("complete_us", "constrained: completeness check", "s"),
+        ("viable_us", "constrained: viability check", "o"),
+    ):
+        ax.scatter(sizes, [p[key] for p in points], s=12, marker=marker, label=label, alpha=0.7)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("file size (characters)")
+    ax.set_ylabel("µs per token (median over the cut)")
+    ax.set_title("Per-token syntax-checking overhead against file size")
+    ax.legend()
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_construction(overhead: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = overhead["points"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.scatter([p["file_chars"] for p in points], [p["build_ms"] for p in points], s=12)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("file size (characters)")
+    ax.set_ylabel("quotient construction (ms)")
+    ax.set_title("FIM quotient construction time against file size")
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def success_by_kind(quality: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Success rate (%) per mode and cut kind, from the per-cut details."""
+    rates: dict[str, dict[str, float]] = {}
+    details = quality.get("details") or []
+    for kind in sorted({d["kind"] for d in details}):
+        cases = [d for d in details if d["kind"] == kind and not d.get("error")]
+        if not cases:
+            continue
+        rates[kind] = {
+            mode: round(100 * sum(d["runs"][mode]["success"] for d in cases) / len(cases), 1)
+            for mode in ("constrained", "unconstrained", "checked")
+        }
+    return rates
+
+
+def plot_success(quality: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rates = success_by_kind(quality)
+    modes = ("constrained", "unconstrained", "checked")
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    width = 0.25
+    kinds = list(rates)
+    for i, mode in enumerate(modes):
+        xs = [k + (i - 1) * width for k in range(len(kinds))]
+        bars = ax.bar(xs, [rates[kind][mode] for kind in kinds], width, label=mode)
+        ax.bar_label(bars, fmt="%.0f", fontsize=8)
+    ax.set_xticks(range(len(kinds)), [f"{k} cuts" for k in kinds])
+    ax.set_ylabel("file parses after the completion (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title(f"Success by decoding mode ({quality.get('model_file') or quality.get('model')})")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# --------------------------------------------------------------------------- markdown
+
+
+def markdown(results: dict[str, Any], config: dict[str, Any]) -> str:
+    m = config["machine"]
+    lines = [
+        f"# fimlsp benchmark report, {config['date']}",
+        "",
+        f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, {m['os']}; "
+        f"Python {m['python']}, llama-cpp-python {m.get('llama_cpp_python')} "
+        f"(GPU offload: {m.get('gpu_offload')}). Load average at start: "
+        f"{m.get('load_average_at_start')}.",
+        f"Command: `{config['command']}` ({'quick' if config['quick'] else 'full'} run, "
+        f"seed {config['seed']}), {config['elapsed_s']} s.",
+        "",
+    ]
+    q = results.get("quality")
+    if q:
+        table = q["table"]
+        lines += [
+            f"## Decoding quality ({q.get('model_file') or q.get('model')}, "
+            f"{q['cases']} cuts, max {q['max_tokens']} tokens)",
+            "",
+            "Table I layout: rows by unconstrained outcome, columns by constrained outcome.",
+            "",
+            "| | constrained ✓ | constrained ✗ | total |",
+            "| --- | --- | --- | --- |",
+        ]
+        for row, name in (
+            ("unconstrained_ok", "unconstrained ✓"),
+            ("unconstrained_fail", "unconstrained ✗"),
+            ("checked_fail", "… of which checked ✗"),
+            ("total", "total"),
+        ):
+            r = table[row]
+            lines.append(
+                f"| {name} | {r['constrained_ok']} | {r['constrained_fail']} | {r['total']} |"
+            )
+        lines += ["", "| mode | success | claimed but invalid | success by kind |",
+                  "| --- | --- | --- | --- |"]  # fmt: skip
+        rates = success_by_kind(q)
+        for mode in ("constrained", "unconstrained", "checked"):
+            by_kind = ", ".join(f"{k} {rates[k][mode]} %" for k in rates)
+            lines.append(
+                f"| {mode} | {q[mode]['success']} / {q['cases']} | "
+                f"{q[mode]['claimed_success_but_invalid']} | {by_kind} |"
+            )
+        lines += [
+            "",
+            f"Parser time per token: median {q['parser_us_per_token_median']} µs, "
+            f"p99 {q['parser_us_per_token_p99']} µs. Wall time constrained / unconstrained: "
+            f"{q['wall_ratio_constrained_over_unconstrained']}.",
+            "",
+            "![success rates](success.png)",
+            "",
+        ]
+    c = results.get("coverage")
+    if c:
+        lines += [
+            "## Recognizer against CPython",
+            "",
+            "```",
+            json.dumps({k: c[k] for k in c if not isinstance(c[k], (list, dict))}, indent=1),
+            "```",
+            "",
+        ]
+    qc = results.get("quotient")
+    if qc:
+        lines += [
+            "## FIM quotient",
+            "",
+            "```",
+            json.dumps({k: qc[k] for k in qc if not isinstance(qc[k], (list, dict))}, indent=1),
+            "```",
+            "",
+        ]
+    o = results.get("overhead")
+    if o:
+        lines += [
+            "## Per-token overhead against file size (Figure 11)",
+            "",
+            "| file size | cuts | viable µs | complete µs | ast.parse µs | ratio | build ms |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for r in o["bins"]:
+            lines.append(
+                f"| {r['bin']} | {r['cuts']} | {r['constrained_viable_us_median']} | "
+                f"{r['constrained_complete_us_median']} | {r['ast_parse_us_median']} | "
+                f"{r['ratio_ast_parse_over_constrained']} | {r['build_ms_median']} |"
+            )
+        lines += ["", "![overhead](overhead.png)", "", "![construction](construction.png)", ""]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__.split("\n")[0])
+    p.add_argument("paths", nargs="*", metavar="PATHS",
+                   help="corpus files or directories (default: the standard library)")  # fmt: skip
+    p.add_argument("--quick", action="store_true", help="small samples (minutes)")
+    p.add_argument("--model", default="default", help="GGUF path, hf://..., or default")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=None, help="output folder")
+    p.add_argument("--machine", default=None, help="name for the output folder")
+    p.add_argument(
+        "--only",
+        nargs="+",
+        choices=["quality", "coverage", "quotient", "overhead"],
+        default=None,
+        help="run only these benchmarks",
+    )
+    return p
+
+
+def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out = out or sys.stdout
+    from bench import fim_quality, grammar_coverage, overhead, quotient_check
+
+    pick = 0 if args.quick else 1
+    date = dt.date.today().isoformat()
+    machine = args.machine or _slug(platform.node())
+    folder = args.out or RESULTS / f"{date}-{machine}"
+    folder.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    paths = list(args.paths)
+    seed = ["--seed", str(args.seed)]
+    runs: dict[str, tuple[Callable[..., int], list[str]]] = {
+        "quality": (
+            fim_quality.main,
+            [
+                *paths,
+                *("--model", args.model, "--cuts", "both", "--heal-compare", "--details"),
+                *("--n", str(SIZES["fim_cuts"][pick])),
+                *("--max-tokens", str(SIZES["fim_max_tokens"][pick]), "--json", *seed),
+            ],
+        ),
+        "coverage": (
+            grammar_coverage.main,
+            [*paths, "--json", *seed]
+            + (["--limit", str(SIZES["coverage_files"][0])] if args.quick else []),
+        ),
+        "quotient": (
+            quotient_check.main,
+            [*paths, "--n", str(SIZES["quotient_cuts"][pick]), "--json", *seed],
+        ),
+        "overhead": (
+            overhead.main,
+            [*paths, "--n", str(SIZES["overhead_cuts"][pick]), "--json", *seed],
+        ),
+    }
+    results: dict[str, Any] = {}
+    statuses: dict[str, int] = {}
+    for name, (bench_main, bench_argv) in runs.items():
+        if args.only and name not in args.only:
+            continue
+        print(f"== {name}: python -m {bench_main.__module__} {' '.join(bench_argv)}", file=out)
+        t0 = time.monotonic()
+        status, result = _capture(bench_main, bench_argv)
+        statuses[name] = status
+        results[name] = result
+        (folder / f"{name}.json").write_text(json.dumps(result, indent=1, ensure_ascii=False))
+        print(f"   done in {time.monotonic() - t0:.0f} s (exit status {status})", file=out)
+    config = {
+        "date": date,
+        "command": "python -m bench.report " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "quick": args.quick,
+        "seed": args.seed,
+        "model": args.model,
+        "sizes": {k: v[pick] for k, v in SIZES.items()},
+        "machine": machine_info(),
+        "exit_statuses": statuses,
+        "elapsed_s": round(time.monotonic() - started, 1),
+    }
+    (folder / "config.json").write_text(json.dumps(config, indent=1))
+    if "overhead" in results:
+        plot_overhead(results["overhead"], folder / "overhead.png")
+        plot_construction(results["overhead"], folder / "construction.png")
+    if "quality" in results:
+        plot_success(results["quality"], folder / "success.png")
+    (folder / "report.md").write_text(markdown(results, config))
+    print(f"report: {folder / 'report.md'}", file=out)
+    return max(statuses.values(), default=0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
