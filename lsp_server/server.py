@@ -374,6 +374,10 @@ def create_server() -> FimLanguageServer:
                 doc.set_text(change.text)
         doc.version = params.text_document.version
 
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: FimLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+        """Nothing to do (the text is synchronized by changes); some clients send it anyway."""
+
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: FimLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.documents.pop(params.text_document.uri, None)

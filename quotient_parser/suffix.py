@@ -26,6 +26,7 @@ one succeeds, so the common case costs one lexing and one backward parse.
 
 from __future__ import annotations
 
+import collections
 import functools
 from collections.abc import Iterator
 
@@ -61,6 +62,18 @@ def _reversed_automaton(version: tuple[int, int]) -> tuple[Automaton, SymbolClas
     )
     auto = Automaton(reversed_grammar)
     return auto, SymbolClassifier(reversed_grammar, auto)
+
+
+@functools.cache
+def _initial_chart(version: tuple[int, int]) -> Chart:
+    """One initial chart per version, so that backward parses share its step memo."""
+    return Chart.initial(_reversed_automaton(version)[0])
+
+
+#: The charts of the last few backward parses.  A chart remembers its successors
+#: only while something holds them, and right contexts of one file share their
+#: tail: moving the cursor re-parses only what is new at the front of R.
+_RECENT_PARSES: collections.deque[list[Chart]] = collections.deque(maxlen=4)
 
 
 def _leading_whitespace(line: str) -> str:
@@ -166,8 +179,8 @@ def _first_line_variants(attempt: _Attempt, text: str, whitespace: str) -> Itera
 def _reverse_viable(
     version: tuple[int, int], symbols: list[tuple[str, str, int]], keep: list[Chart]
 ) -> bool:
-    auto, classify = _reversed_automaton(version)
-    chart: Chart | None = Chart.initial(auto)
+    _, classify = _reversed_automaton(version)
+    chart: Chart | None = _initial_chart(version)
     keep.append(chart)  # type: ignore[arg-type]
     for kind, text, _start in reversed(symbols):
         symbol = classify(kind, text)
@@ -190,6 +203,7 @@ def right_context_can_end_module(text: str, version: tuple[int, int]) -> bool:
     if not text:
         return True
     keep: list[Chart] = []
+    _RECENT_PARSES.append(keep)
     heads: list[tuple[str, bool]] = [("#", False), ("", False), ("", True)]
     if text[0] in "\r\n":
         heads.append(("\\", False))
