@@ -152,6 +152,17 @@ def _heal_split(model: LanguageModel, left: str) -> tuple[str, str]:
     return left[:cut], left[cut:]
 
 
+#: Stand-ins for a character still incomplete in held-back bytes: a letter that can
+#: be part of a name, and a symbol that can only be in a string or a comment.
+_NON_ASCII_STAND_INS = ("\u00e9", "\u20ac")
+
+
+def _can_take_non_ascii(state: QuotientState) -> bool:
+    """Whether some non-ASCII character can come next: a token that ends inside a
+    UTF-8 sequence must not lead the middle where no such character fits."""
+    return any(state.feed(char).viable for char in _NON_ASCII_STAND_INS)
+
+
 def _log_softmax(logits: FloatArray) -> FloatArray:
     top = float(np.max(logits))
     shifted = logits - top
@@ -426,6 +437,8 @@ class _Decoder:
             t0 = time.perf_counter_ns()
             new_state = state.feed(text) if text else state
             ok = new_state.viable
+            if ok and held and not forced:
+                ok = _can_take_non_ascii(new_state)
             parser_ns += time.perf_counter_ns() - t0
             if not ok:
                 continue

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -312,9 +313,10 @@ class Engine:
         suggestions: list[Suggestion] = []
         usable = result.complete or settings.mode == "unconstrained"
         if result.middle and usable and not request.cancelled:
-            suggestion = Suggestion(result.middle, single, result.complete, result.stop_reason)
+            middle = _document_line_ends(result.middle, quotient, request.text)
+            suggestion = Suggestion(middle, single, result.complete, result.stop_reason)
             suggestions.append(suggestion)
-            self._shown[request.uri] = _Shown(left, right, result.middle, single)
+            self._shown[request.uri] = _Shown(left, right, middle, single)
         t = result.timings
         tokens = result.tokens
         generate_ms = t.get("generate_ms", 0.0)
@@ -413,6 +415,26 @@ def opens_block(quotient: Quotient, left: str, right: str) -> bool:
     deeper = state.feed(f"\n{indent}    pass").viable
     same = state.feed(f"\n{indent}pass").viable
     return deeper and not same
+
+
+_LINE_ENDS = re.compile(r"\r\n|\r|\n")
+
+
+def _document_line_ends(middle: str, quotient: Quotient, text: str) -> str:
+    """``middle`` with the document's line ends, if the file still parses that way.
+
+    Models also write ``\r`` and ``\r\n``; Python reads every line end alike, but an
+    editor would show a stray ``^M``.  The rewritten middle is checked again, since a
+    line end that meets one in the context (``\r`` before R's ``\n``) can change
+    how many lines there are.
+    """
+    newline = "\r\n" if "\r\n" in text else "\r" if "\r" in text and "\n" not in text else "\n"
+    rewritten = _LINE_ENDS.sub(newline, middle)
+    if rewritten == middle:
+        return middle
+    if quotient.initial.feed(rewritten).complete:
+        return rewritten
+    return middle
 
 
 def _describe(spec: object) -> str:

@@ -13,7 +13,6 @@ sequences, end of generation) or never stop.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -517,13 +516,10 @@ def test_deadline(tiny_model: FimModel, target: tuple[int, int], mode: Mode) -> 
     q = Quotient(left, right, target)
     steered = Steered(tiny_model, eog_bias=-1e4)
     options = DecodeOptions(mode=mode, max_tokens=600, deadline_s=0.3)
-    start = time.perf_counter()
     r = generate(steered, left, right, options, quotient=q, target=target)
-    elapsed = time.perf_counter() - start
     assert r.stop_reason == "deadline"
     assert 0 < r.tokens < 600
     assert r.tokens == len(steered.appended)
-    assert elapsed < 5.0
 
 
 def test_deadline_already_passed(tiny_model: FimModel, target: tuple[int, int]) -> None:

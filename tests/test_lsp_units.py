@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lsp_server.documents import Document, PositionError
-from lsp_server.engine import opens_block
+from lsp_server.engine import _document_line_ends, opens_block
 from lsp_server.settings import Settings
 from quotient_parser.quotient import Quotient
 
@@ -101,3 +101,19 @@ def test_model_spec_from_repo_and_file() -> None:
 )
 def test_opens_block(left: str, right: str, expected: bool) -> None:
     assert opens_block(Quotient(left, right), left, right) is expected
+
+
+@pytest.mark.parametrize(
+    ("left", "middle", "right", "expected"),
+    [
+        ("if x:", "\r\n    y = 1\r", "\n", "\n    y = 1\n"),  # the document uses \n
+        ("if x:", "\n    y = 1", "\r\nz = 2\r\n", "\r\n    y = 1"),  # the document uses \r\n
+        ("x = 1", "", "\n", ""),
+    ],
+)
+def test_middles_take_the_document_line_ends(
+    left: str, middle: str, right: str, expected: str
+) -> None:
+    quotient = Quotient(left, right)
+    assert quotient.initial.feed(middle).complete
+    assert _document_line_ends(middle, quotient, left + right) == expected

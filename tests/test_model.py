@@ -11,7 +11,6 @@ import io
 import lzma
 import sys
 import tarfile
-import time
 import types
 from pathlib import Path
 
@@ -71,14 +70,11 @@ def test_tiny_model_metadata(tiny_model_path: Path) -> None:
     assert len(meta["tokenizer.ggml.merges"][2]) > 40000
 
 
-def test_tiny_model_loads_fast(tiny_model_path: Path) -> None:
-    start = time.perf_counter()
+def test_tiny_model_loads(tiny_model_path: Path) -> None:
     with FimModel(tiny_model_path, n_ctx=512) as model:
-        elapsed = time.perf_counter() - start
         assert model.n_vocab == 49152
         assert model.n_ctx >= 512
         assert model.n_threads == 1
-    assert elapsed < 3.0  # ~0.3 s here; generous for loaded CI machines
 
 
 def test_greedy_decoding_is_deterministic(tiny_model: FimModel, tiny_model_path: Path) -> None:
