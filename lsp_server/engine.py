@@ -238,9 +238,17 @@ class Engine:
         request = Request(uri, text, offset, settings)
         with self._lock:
             previous = self._latest.get(uri)
-            self._latest[uri] = request
+            if self.state != "ready":
+                self._latest.pop(uri, None)
+            else:
+                self._latest[uri] = request
         if previous is not None:
             previous.cancel.set()
+        if self.state != "ready":
+            # Loading (maybe downloading) or broken: answer now, not after the load job.
+            request.future.set_running_or_notify_cancel()
+            request.future.set_result(self._answer(request))
+            return request
         self._jobs.put(lambda: self._serve(request))
         return request
 
