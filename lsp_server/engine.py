@@ -238,6 +238,16 @@ class Engine:
         request = Request(uri, text, offset, settings)
         with self._lock:
             previous = self._latest.get(uri)
+            if (
+                previous is not None
+                and not previous.cancelled
+                and previous.offset == offset
+                and previous.settings == settings
+                and previous.text == text
+            ):
+                # The same question again (an inline and a completion request for one
+                # keystroke): share the answer instead of cancelling each other.
+                return previous
             if self.state != "ready":
                 self._latest.pop(uri, None)
             else:
@@ -294,8 +304,10 @@ class Engine:
 
         reused = self._typed_along(request.uri, left, right)
         if reused is not None:
-            return Answer([reused], {**status, "stopReason": "reused", "tokens": 0,
-                                     "elapsedMs": _ms_since(request.received)})  # fmt: skip
+            status.update(
+                stopReason="reused", tokens=0, suggestions=1, elapsedMs=_ms_since(request.received)
+            )
+            return Answer([reused], status)
 
         builder = self._builder(request.uri, settings.python_version)
         started = time.perf_counter()
@@ -325,6 +337,7 @@ class Engine:
             suggestion = Suggestion(middle, single, result.complete, result.stop_reason)
             suggestions.append(suggestion)
             self._shown[request.uri] = _Shown(left, right, middle, single)
+        status["suggestions"] = len(suggestions)
         t = result.timings
         tokens = result.tokens
         generate_ms = t.get("generate_ms", 0.0)

@@ -67,6 +67,8 @@ class Settings:
         changes: dict[str, Any] = {}
         problems: list[str] = []
         for key, value in data.items():
+            if key in _CLIENT_KEYS:
+                continue
             name = _field_name(str(key))
             if name is None:
                 problems.append(f"unknown setting {key!r}")
@@ -79,6 +81,9 @@ class Settings:
 
 
 _FIELDS = {f.name for f in dataclasses.fields(Settings)}
+#: Keys of the same section that belong to the editor's client (how to start the
+#: server, protocol tracing), sent along by clients that send the whole section.
+_CLIENT_KEYS = frozenset({"server", "trace"})
 
 
 def _field_name(key: str) -> str | None:

@@ -416,3 +416,30 @@ async def test_configuration_to_missing_model_and_back(
     assert (await wait_ready(client))["state"] == "ready"
     result = await inline_items(client, uri, 0, 8)
     assert result
+
+
+async def test_inline_and_completion_for_one_keystroke_share_the_answer(
+    client: LanguageClient,
+) -> None:
+    """Clients that ask both ways must not have the two requests cancel each other."""
+    uri = "file:///both.py"
+    text = "def f(x):\n    return (x +\n"
+    open_doc(client, uri, text)
+    before = await settled(client)
+    inline, listing = await asyncio.gather(
+        inline_items(client, uri, 1, 15),
+        client.text_document_completion_async(
+            types.CompletionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                position=types.Position(line=1, character=15),
+            )
+        ),
+    )
+    after = await settled(client)
+    assert after["served"] == before["served"] + 1  # one generation for both
+    assert after["cancelled"] == before["cancelled"]
+    assert isinstance(listing, types.CompletionList)
+    # The cursor follows "+", so no word before it: the edit inserts the middle itself.
+    assert [i.insert_text for i in inline] == [
+        c.text_edit.new_text for c in listing.items if c.text_edit is not None
+    ]
