@@ -115,6 +115,7 @@ class Engine:
         self._latest: dict[str, Request] = {}
         self.served = 0  # requests answered, cancelled ones included
         self.cancelled = 0  # requests that stopped or never started because of a cancel
+        self.shared = 0  # requests answered with the answer of an identical one
         self._lock = threading.Lock()
         self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._work, name="fimlsp-model", daemon=True)
@@ -229,6 +230,7 @@ class Engine:
                 "shownCompletions": len(self._shown),
                 "served": self.served,
                 "cancelled": self.cancelled,
+                "shared": self.shared,
             }
 
     # ---------------------------------------------------------------- requests
@@ -247,6 +249,7 @@ class Engine:
             ):
                 # The same question again (an inline and a completion request for one
                 # keystroke): share the answer instead of cancelling each other.
+                self.shared += 1
                 return previous
             if self.state != "ready":
                 self._latest.pop(uri, None)
