@@ -4,7 +4,7 @@ Usage::
 
     python -m bench.fim_quality [PATHS...] [--model SPEC] [--cuts boundary|randspan|both]
         [--n N] [--seed S] [--max-tokens N] [--target X.Y] [--oracle PYTHON] [--json]
-        [--no-token-healing] [--heal-compare] [--closing-share X]
+        [--no-token-healing] [--heal-compare] [--closing-share X] [--jobs N]
 
 The cuts are those of ``bench.quotient_check`` (``--n`` of each kind, each from a file
 picked uniformly; PATHS default to the running interpreter's standard library): the
@@ -38,11 +38,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import shutil
 import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Literal
@@ -441,6 +443,60 @@ def run_cuts(
     return results
 
 
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What a worker process needs to build its own model, oracle and runner."""
+
+    model: str | None
+    n_ctx: int
+    n_threads: int
+    n_gpu_layers: int | None
+    seed: int
+    oracle: str
+    cfg: Config
+
+
+_worker_runner: CaseRunner | None = None
+
+
+def _worker_start(spec: WorkerSpec) -> None:
+    global _worker_runner
+    model = open_model(spec.model, n_ctx=spec.n_ctx, n_threads=spec.n_threads,
+                       n_gpu_layers=spec.n_gpu_layers, seed=spec.seed)  # fmt: skip
+    QuotientBuilder(spec.cfg.target)  # load the grammar outside the timings
+    _worker_runner = CaseRunner(model, Oracle(spec.oracle), spec.cfg)
+
+
+def _worker_run(job: tuple[Cut, str]) -> CaseResult:
+    assert _worker_runner is not None, "worker not started"
+    return _worker_runner.run(*job)
+
+
+def run_cuts_parallel(
+    cuts: Sequence[Cut],
+    corpus: Corpus,
+    spec: WorkerSpec,
+    jobs: int,
+    *,
+    progress: bool = False,
+) -> list[CaseResult]:
+    """``run_cuts`` over ``jobs`` processes, each with its own model and oracle.
+
+    Results come back in the order of ``cuts``.  Timings are taken while the
+    processes share the machine's cores and memory bandwidth.
+    """
+    work = []
+    for cut in cuts:
+        source = corpus.by_name(cut.file)
+        if source is not None:
+            work.append((cut, source.text))
+    context = multiprocessing.get_context("spawn")  # llama.cpp and threads: no fork
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_start,
+                             initargs=(spec,)) as pool:  # fmt: skip
+        done = pool.map(_worker_run, work)
+        return [result for _, result in zip(_progress([c for c, _ in work], progress), done)]
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m bench.fim_quality",
@@ -481,6 +537,14 @@ def build_parser() -> argparse.ArgumentParser:
         "way on the boundary cuts",
     )
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="worker processes, each with its own model and oracle (default 1); the cuts "
+        "and settings are the same for any N",
+    )
     p.add_argument("--ctx-size", type=int, default=4096)
     p.add_argument("--gpu-layers", type=int, default=None, help="default: all if supported")
     p.add_argument("--details", action="store_true", help="with --json: every cut's middles")
@@ -533,12 +597,13 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         corpus = Corpus(files, oracle)
         cuts = [cut for kind in kinds for cut in make_cuts(corpus, kind, args.n, args.seed)]
         QuotientBuilder(cfg.target)  # load the grammar outside the timings
-        results = run_cuts(
-            cuts,
-            corpus,
-            CaseRunner(model, oracle, cfg),
-            progress=not args.no_progress and sys.stderr.isatty(),
-        )
+        progress = not args.no_progress and sys.stderr.isatty()
+        if args.jobs > 1:
+            spec = WorkerSpec(args.model, args.ctx_size, args.threads, args.gpu_layers,
+                              args.seed, oracle.python, cfg)  # fmt: skip
+            results = run_cuts_parallel(cuts, corpus, spec, args.jobs, progress=progress)
+        else:
+            results = run_cuts(cuts, corpus, CaseRunner(model, oracle, cfg), progress=progress)
         report = Report(
             model=args.model or "default",
             model_file=Path(model.path).name,

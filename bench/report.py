@@ -3,7 +3,7 @@
 Usage::
 
     python -m bench.report [--quick] [--model SPEC] [--out DIR] [--machine NAME]
-        [--seed S] [PATHS...]
+        [--seed S] [--jobs N] [--only NAME...] [PATHS...]
 
 Runs, in order, with a fixed seed and without downloading anything (the corpus is
 the local standard library or PATHS, the model the configured one):
@@ -19,7 +19,9 @@ Everything goes to ``bench/results/<date>-<machine>/``: one JSON file per
 benchmark, ``config.json`` (arguments, machine, versions), ``report.md`` with the
 tables, and PNG plots: ``overhead.png`` (per-token overhead against file size),
 ``construction.png`` (quotient construction time against file size) and
-``success.png`` (success rates by mode and cut kind).
+``success.png`` (success rates by mode and cut kind).  With ``--only``, the other
+benchmarks' JSON files already in the folder are kept and appear in the report, so a
+long run can be taken in parts.
 
 ``--quick`` uses small samples and finishes in a few minutes on two CPU cores;
 the full run takes hours (see the README for the last measured duration).
@@ -210,6 +212,14 @@ def markdown(results: dict[str, Any], config: dict[str, Any]) -> str:
         f"seed {config['seed']}), {config['elapsed_s']} s.",
         "",
     ]
+    benchmarks = config.get("benchmarks") or {}
+    if benchmarks:
+        lines += ["| benchmark | command | duration | exit status |", "| --- | --- | --- | --- |"]
+        lines += [
+            f"| {name} | `{b['command']}` | {b['elapsed_s']} s | {b['exit_status']} |"
+            for name, b in benchmarks.items()
+        ]
+        lines.append("")
     q = results.get("quality")
     if q:
         table = q["table"]
@@ -300,6 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None, help="output folder")
     p.add_argument("--machine", default=None, help="name for the output folder")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="worker processes for the decoding-quality benchmark")  # fmt: skip
     p.add_argument(
         "--only",
         nargs="+",
@@ -331,6 +343,7 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
                 *("--model", args.model, "--cuts", "both", "--heal-compare", "--details"),
                 *("--n", str(SIZES["fim_cuts"][pick])),
                 *("--max-tokens", str(SIZES["fim_max_tokens"][pick]), "--json", *seed),
+                *("--jobs", str(args.jobs)),
             ],
         ),
         "coverage": (
@@ -349,6 +362,10 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     }
     results: dict[str, Any] = {}
     statuses: dict[str, int] = {}
+    # How each benchmark in the folder was run (kept across --only runs).
+    timeline: dict[str, Any] = {}
+    if (folder / "config.json").is_file():
+        timeline = json.loads((folder / "config.json").read_text()).get("benchmarks", {})
     for name, (bench_main, bench_argv) in runs.items():
         if args.only and name not in args.only:
             continue
@@ -358,7 +375,20 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         statuses[name] = status
         results[name] = result
         (folder / f"{name}.json").write_text(json.dumps(result, indent=1, ensure_ascii=False))
-        print(f"   done in {time.monotonic() - t0:.0f} s (exit status {status})", file=out)
+        elapsed = round(time.monotonic() - t0, 1)
+        timeline[name] = {
+            "command": f"python -m {bench_main.__module__} {' '.join(bench_argv)}",
+            "elapsed_s": elapsed,
+            "exit_status": status,
+            "date": dt.datetime.now().isoformat(timespec="seconds"),
+        }
+        print(f"   done in {elapsed:.0f} s (exit status {status})", file=out)
+    # With --only, the other benchmarks' figures already in the folder stay in the report.
+    kept = []
+    for name in runs:
+        if name not in results and (folder / f"{name}.json").is_file():
+            results[name] = json.loads((folder / f"{name}.json").read_text())
+            kept.append(name)
     config = {
         "date": date,
         "command": "python -m bench.report " + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -368,6 +398,8 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         "sizes": {k: v[pick] for k, v in SIZES.items()},
         "machine": machine_info(),
         "exit_statuses": statuses,
+        "kept_from_earlier_runs": kept,
+        "benchmarks": {name: timeline[name] for name in runs if name in timeline},
         "elapsed_s": round(time.monotonic() - started, 1),
     }
     (folder / "config.json").write_text(json.dumps(config, indent=1))

@@ -40,3 +40,17 @@ def test_report_writes_json_markdown_and_plots(tmp_path: Path) -> None:
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["quick"] is True and config["machine"]["cores"]
     assert "Figure 11" in (tmp_path / "report.md").read_text()
+
+
+def test_report_only_keeps_earlier_figures(tmp_path: Path) -> None:
+    """A run in parts: --only reruns one benchmark, the folder's other figures stay."""
+    pytest.importorskip("matplotlib")
+    (tmp_path / "quotient.json").write_text(json.dumps({"cuts": 7, "unsound": 0}))
+    argv = ["--quick", "--only", "overhead", "--out", str(tmp_path), "--seed", "1"]
+    assert report.main(argv, out=io.StringIO()) == 0
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["kept_from_earlier_runs"] == ["quotient"]
+    assert list(config["benchmarks"]) == ["overhead"]
+    text = (tmp_path / "report.md").read_text()
+    assert "## FIM quotient" in text and '"cuts": 7' in text
+    assert "python -m bench.overhead" in text
