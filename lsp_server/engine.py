@@ -76,6 +76,9 @@ class Request:
     text: str
     offset: int
     settings: Settings
+    #: The user asked (an invoked inline completion, or cycling to the next suggestion):
+    #: offer the other line mode's middle too, as a second item to cycle to.
+    alternatives: bool = False
     received: float = field(default_factory=time.perf_counter)
     cancel: threading.Event = field(default_factory=threading.Event)
     future: Future[Answer] = field(default_factory=Future)
@@ -235,9 +238,11 @@ class Engine:
 
     # ---------------------------------------------------------------- requests
 
-    def submit(self, uri: str, text: str, offset: int, settings: Settings) -> Request:
+    def submit(
+        self, uri: str, text: str, offset: int, settings: Settings, alternatives: bool = False
+    ) -> Request:
         """Queue a completion; the previous request for ``uri`` is cancelled."""
-        request = Request(uri, text, offset, settings)
+        request = Request(uri, text, offset, settings, alternatives)
         with self._lock:
             previous = self._latest.get(uri)
             if (
@@ -246,6 +251,7 @@ class Engine:
                 and previous.offset == offset
                 and previous.settings == settings
                 and previous.text == text
+                and previous.alternatives >= alternatives
             ):
                 # The same question again (an inline and a completion request for one
                 # keystroke): share the answer instead of cancelling each other.
@@ -328,9 +334,11 @@ class Engine:
 
         single = self._single_line(settings, quotient, left, right)
         result = self._generate(request, quotient, single)
+        fell_back = False
         if single and settings.line_mode == "auto" and not result.complete:
             if not request.cancelled and not self._late(request):
                 single = False  # the line cannot be finished on its own: offer more lines
+                fell_back = True
                 result = self._generate(request, quotient, single)
 
         suggestions: list[Suggestion] = []
@@ -340,6 +348,10 @@ class Engine:
             suggestion = Suggestion(middle, single, result.complete, result.stop_reason)
             suggestions.append(suggestion)
             self._shown[request.uri] = _Shown(left, right, middle, single)
+            if request.alternatives and not fell_back:
+                other = self._alternative(request, quotient, single)
+                if other is not None and other.middle != middle:
+                    suggestions.append(other)
         status["suggestions"] = len(suggestions)
         t = result.timings
         tokens = result.tokens
@@ -384,6 +396,19 @@ class Engine:
             target=settings.python_version,
             cancel=request.cancel.is_set,
         )
+
+    def _alternative(self, request: Request, quotient: Quotient, single: bool) -> Suggestion | None:
+        """The middle of the other line mode, for a second item (constrained, ``auto``)."""
+        settings = request.settings
+        if settings.line_mode != "auto" or settings.mode != "constrained":
+            return None
+        if request.cancelled or self._late(request):
+            return None
+        other = self._generate(request, quotient, not single)
+        if not other.complete or not other.middle or request.cancelled:
+            return None
+        middle = _document_line_ends(other.middle, quotient, request.text)
+        return Suggestion(middle, not single, other.complete, other.stop_reason)
 
     @staticmethod
     def _late(request: Request) -> bool:

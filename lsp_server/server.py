@@ -219,7 +219,13 @@ class FimLanguageServer(LanguageServer):
         except JsonRpcInvalidParams as exc:
             self._captured[msg_id] = exc
             return
-        self._captured[msg_id] = self.engine.submit(doc.uri, doc.text, offset, self.settings)
+        context = getattr(params, "context", None)
+        invoked = isinstance(context, types.InlineCompletionContext) and (
+            context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
+        )
+        self._captured[msg_id] = self.engine.submit(
+            doc.uri, doc.text, offset, self.settings, alternatives=invoked
+        )
 
     def cancel_captured(self, msg_id: Any) -> None:
         """``$/cancelRequest``: stop the worker on it, whether or not its handler started."""

@@ -79,21 +79,29 @@ def open_doc(client: LanguageClient, uri: str, text: str, version: int = 1) -> N
     )
 
 
-def inline_params(uri: str, line: int, character: int) -> types.InlineCompletionParams:
+def inline_params(
+    uri: str,
+    line: int,
+    character: int,
+    trigger: types.InlineCompletionTriggerKind = types.InlineCompletionTriggerKind.Automatic,
+) -> types.InlineCompletionParams:
     return types.InlineCompletionParams(
         text_document=types.TextDocumentIdentifier(uri=uri),
         position=types.Position(line=line, character=character),
-        context=types.InlineCompletionContext(
-            trigger_kind=types.InlineCompletionTriggerKind.Automatic
-        ),
+        context=types.InlineCompletionContext(trigger_kind=trigger),
     )
 
 
 async def inline_items(
-    client: LanguageClient, uri: str, line: int, character: int
+    client: LanguageClient,
+    uri: str,
+    line: int,
+    character: int,
+    trigger: types.InlineCompletionTriggerKind = types.InlineCompletionTriggerKind.Automatic,
 ) -> list[types.InlineCompletionItem]:
     """The items of an inline completion request, whichever form the server answers in."""
-    result = await client.text_document_inline_completion_async(inline_params(uri, line, character))
+    params = inline_params(uri, line, character, trigger)
+    result = await client.text_document_inline_completion_async(params)
     if result is None:
         return []
     return list(result.items if isinstance(result, types.InlineCompletionList) else result)

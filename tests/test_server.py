@@ -31,7 +31,7 @@ from lsp_fixtures import (
     stopping_model,
     wait_ready,
 )
-from model_fixtures import model_cache, tiny_factory
+from model_fixtures import TinyFactory, model_cache, tiny_factory
 from pytest_lsp import LanguageClient, client_capabilities
 
 __all__ = ["model_cache", "stopping_model", "tiny_factory"]  # fixtures used by name
@@ -450,3 +450,36 @@ async def test_inline_and_completion_for_one_keystroke_share_the_answer(
     assert [i.insert_text for i in inline] == [
         c.text_edit.new_text for c in listing.items if c.text_edit is not None
     ]
+
+
+async def test_invoked_request_offers_the_other_line_mode_to_cycle_to(
+    client: LanguageClient, tiny_factory: TinyFactory, stopping_model: Path
+) -> None:
+    """Asked for explicitly (VS Code's next suggestion, Neovim's trigger), the server adds
+    the multi-line middle after the single-line one; typing gets only the first."""
+    # A model that would rather break the line than close the bracket.
+    newliner = tiny_factory("newliner", stop_bias=30.0, token_bias={"\n": 40.0, ")": 25.0})
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"fimlsp": {"model": str(newliner)}})
+    )
+    await asyncio.sleep(0.1)
+    assert (await wait_ready(client))["state"] == "ready"
+    try:
+        uri = "file:///cycle.py"
+        text = "values = [1, 2]\ntotal = max(values, \nprint(total)\n"
+        open_doc(client, uri, text)
+        offset = text.index("max(values, ") + len("max(values, ")
+        typing = await inline_items(client, uri, 1, 20)
+        invoked = await inline_items(client, uri, 1, 20, types.InlineCompletionTriggerKind.Invoked)
+        middles = [item.insert_text for item in invoked]
+        assert [item.insert_text for item in typing] == middles[:1] == [")"]
+        assert len(middles) == 2 and isinstance(middles[1], str), middles
+        assert "\n" in middles[1] and middles[1] != middles[0]
+        for middle in middles:
+            assert parses(text[:offset] + str(middle) + text[offset:]), middle
+    finally:
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"fimlsp": {"model": str(stopping_model)}})
+        )
+        await asyncio.sleep(0.1)
+        assert (await wait_ready(client))["state"] == "ready"
