@@ -61,7 +61,7 @@ from bench.grammar_coverage import (
     stdlib_root,
 )
 from bench.quotient_check import CUT_KINDS, Corpus, Cut, _progress, make_cuts
-from lsp_server.completion import Completion, DecodeOptions, Mode, generate
+from lsp_server.completion import Completion, DecodeOptions, Mode, build_prompt, generate
 from lsp_server.model import FimModel, ModelError, open_model
 from quotient_parser.quotient import QuotientBuilder
 
@@ -137,11 +137,13 @@ class CaseRunner:
         self.oracle = oracle
         self.cfg = cfg
 
-    def _prime(self, left: str, right: str, options: DecodeOptions) -> Completion:
-        """Evaluate the prompt these options give into the KV cache, generating nothing."""
-        primer = replace(options, mode="unconstrained")
-        return generate(self.model, left, right, primer, target=self.cfg.target,
-                        cancel=lambda: True)  # fmt: skip
+    def _prime(self, left: str, right: str, options: DecodeOptions) -> tuple[float, int]:
+        """Evaluate the prompt these options give into the KV cache, generating nothing;
+        (milliseconds, prompt tokens)."""
+        prompt, _ = build_prompt(self.model, left, right, options)
+        t0 = time.perf_counter()
+        self.model.evaluate(prompt)
+        return (time.perf_counter() - t0) * 1e3, len(prompt)
 
     def _complete(self, left: str, right: str, options: DecodeOptions) -> Run:
         return Run.of(generate(self.model, left, right, options, target=self.cfg.target))
@@ -152,9 +154,7 @@ class CaseRunner:
         result = CaseResult(cut, LineIndex(text).where(cut.left_end), in_word)
         opts = self.cfg.options
         try:
-            primed = self._prime(left, right, opts)
-            result.prompt_ms = primed.timings.get("prompt_ms", 0.0)
-            result.prompt_tokens = int(primed.timings.get("prompt_tokens", 0))
+            result.prompt_ms, result.prompt_tokens = self._prime(left, right, opts)
             for mode in MODES:
                 result.runs[mode] = self._complete(left, right, replace(opts, mode=mode))
             if self.cfg.heal_compare and cut.kind == "boundary":

@@ -185,7 +185,7 @@ def plot_success(quality: dict[str, Any], path: Path) -> None:
     for i, mode in enumerate(modes):
         xs = [k + (i - 1) * width for k in range(len(kinds))]
         bars = ax.bar(xs, [rates[kind][mode] for kind in kinds], width, label=mode)
-        ax.bar_label(bars, fmt="%.0f", fontsize=8)
+        ax.bar_label(bars, fmt="%.1f", fontsize=8)
     ax.set_xticks(range(len(kinds)), [f"{k} cuts" for k in kinds])
     ax.set_ylabel("file parses after the completion (%)")
     ax.set_ylim(0, 105)
@@ -197,6 +197,15 @@ def plot_success(quality: dict[str, Any], path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- markdown
+
+
+def _figures_table(result: dict[str, Any]) -> list[str]:
+    """A benchmark's scalar figures as a two-column Markdown table."""
+    rows = ["| figure | value |", "| --- | --- |"]
+    for key, value in result.items():
+        if not isinstance(value, (list, dict)):
+            rows.append(f"| {key} | {value} |")
+    return rows
 
 
 def markdown(results: dict[str, Any], config: dict[str, Any]) -> str:
@@ -262,24 +271,10 @@ def markdown(results: dict[str, Any], config: dict[str, Any]) -> str:
         ]
     c = results.get("coverage")
     if c:
-        lines += [
-            "## Recognizer against CPython",
-            "",
-            "```",
-            json.dumps({k: c[k] for k in c if not isinstance(c[k], (list, dict))}, indent=1),
-            "```",
-            "",
-        ]
+        lines += ["## Recognizer against CPython", "", *_figures_table(c), ""]
     qc = results.get("quotient")
     if qc:
-        lines += [
-            "## FIM quotient",
-            "",
-            "```",
-            json.dumps({k: qc[k] for k in qc if not isinstance(qc[k], (list, dict))}, indent=1),
-            "```",
-            "",
-        ]
+        lines += ["## FIM quotient", "", *_figures_table(qc), ""]
     o = results.get("overhead")
     if o:
         lines += [

@@ -40,9 +40,10 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from lsp_server.model.errors import Interrupted
 from quotient_parser.quotient import Quotient, QuotientState
 
-__all__ = ["Completion", "DecodeOptions", "LanguageModel", "generate"]
+__all__ = ["Completion", "DecodeOptions", "LanguageModel", "build_prompt", "generate"]
 
 Mode = Literal["constrained", "unconstrained", "checked"]
 FloatArray = npt.NDArray[np.float32]
@@ -64,7 +65,9 @@ class LanguageModel(Protocol):
     def build_fim_prompt(
         self, prefix: str, suffix: str, max_new_tokens: int = ..., margin: int = ...
     ) -> list[int]: ...
-    def evaluate(self, tokens: Sequence[int]) -> FloatArray: ...
+    def evaluate(
+        self, tokens: Sequence[int], interrupt: Callable[[], bool] | None = ...
+    ) -> FloatArray: ...
     def append(self, token: int) -> FloatArray: ...
 
 
@@ -195,6 +198,18 @@ class _Ranker:
         return top[np.argsort(-(scaled[top] + gumbel), kind="stable")]
 
 
+def build_prompt(
+    model: LanguageModel, left: str, right: str, options: DecodeOptions
+) -> tuple[list[int], str]:
+    """The prompt's tokens, and the text token healing took out of it (owed by the
+    first generated tokens)."""
+    prompt_left, forced = _heal_split(model, left) if options.token_healing else (left, "")
+    prompt = model.build_fim_prompt(prompt_left, right, max_new_tokens=options.max_tokens)
+    if not prompt:  # no FIM tokens, no BOS and nothing before the cursor
+        prompt = model.tokenize("\n")
+    return prompt, forced
+
+
 def generate(
     model: LanguageModel,
     left: str,
@@ -221,12 +236,23 @@ def generate(
         quotient = Quotient(left, right, target)
         timings["quotient_ms"] = (time.perf_counter() - t0) * 1e3
 
-    prompt_left, forced = _heal_split(model, left) if opts.token_healing else (left, "")
     t0 = time.perf_counter()
-    prompt = model.build_fim_prompt(prompt_left, right, max_new_tokens=opts.max_tokens)
-    if not prompt:  # no FIM tokens, no BOS and nothing before the cursor
-        prompt = model.tokenize("\n")
-    logits = model.evaluate(prompt)
+    prompt, forced = build_prompt(model, left, right, opts)
+    def interrupt() -> bool:
+        return (cancel is not None and cancel()) or (
+            deadline is not None and time.perf_counter() > deadline
+        )
+
+    try:
+        logits = model.evaluate(prompt, interrupt=interrupt)
+    except Interrupted:
+        # A long prompt on a slow machine: give up for now; what was decoded stays in
+        # the model's cache, so asking again at this place goes on from there.
+        stop = "cancelled" if cancel is not None and cancel() else "deadline"
+        timings["prompt_ms"] = (time.perf_counter() - t0) * 1e3
+        timings["prompt_tokens"] = float(len(prompt))
+        timings["total_ms"] = (time.perf_counter() - started) * 1e3
+        return Completion("", stop, False if opts.mode == "constrained" else None, 0, timings)
     timings["prompt_ms"] = (time.perf_counter() - t0) * 1e3
     timings["prompt_tokens"] = float(len(prompt))
 

@@ -118,9 +118,11 @@ class Steered:
             out[self.script[step]] = float(np.max(out)) + 100.0
         return out
 
-    def evaluate(self, tokens: Sequence[int]) -> FloatArray:
+    def evaluate(
+        self, tokens: Sequence[int], interrupt: Callable[[], bool] | None = None
+    ) -> FloatArray:
         self.appended = []
-        return self._steer(self.model.evaluate(tokens))
+        return self._steer(self.model.evaluate(tokens, interrupt))
 
     def append(self, token: int) -> FloatArray:
         self.appended.append(token)
@@ -451,10 +453,10 @@ def test_utf8_incomplete_tail_is_held_back(
     left, right = 'name = "a ', '"\n'  # no word before the cursor: no token healing
     head = byte_token(tiny_model, b"\xc3")
     steered = Steered(tiny_model, script=[head])
-    calls = iter(range(100))
     options = DecodeOptions(mode=mode, max_tokens=8)
     # stop right after the first token: its byte starts a character that never ends
-    r = generate(steered, left, right, options, target=target, cancel=lambda: next(calls) >= 1)
+    stop_after_one = lambda: bool(steered.appended)  # noqa: E731
+    r = generate(steered, left, right, options, target=target, cancel=stop_after_one)
     assert steered.appended == [head]
     assert (r.middle, r.stop_reason, r.tokens) == ("", "cancelled", 1)
 
@@ -494,13 +496,13 @@ def test_cancel_stops_between_tokens(
 
     def cancel() -> bool:
         polls.append(len(steered.appended))
-        return len(polls) > 3
+        return len(steered.appended) >= 3
 
     options = DecodeOptions(mode=mode, max_tokens=50)
     r = generate(steered, "# a comment: ", "\nx = 1\n", options, target=target, cancel=cancel)
     assert r.stop_reason == "cancelled"
     assert r.tokens == 3 == len(steered.appended)
-    assert polls == [0, 1, 2, 3]  # polled before every token
+    assert polls == [0, 0, 1, 2, 3]  # once for the (one-chunk) prompt, then before every token
     if r.complete:
         assert ast_accepts("# a comment: " + r.middle + "\nx = 1\n")
 
@@ -628,3 +630,16 @@ def test_no_fim_with_nothing_before_the_cursor(
         assert r.timings["prompt_tokens"] >= 1
         if r.complete:
             assert ast_accepts(left + r.middle + right)
+
+
+def test_deadline_during_the_prompt(tiny_model: FimModel, target: tuple[int, int]) -> None:
+    """A prompt that cannot be read in time gives no middle, and the next request at the
+    same place reads only what is left of it."""
+    left, right = "x = 1\n" * 300 + "y = (", ")\n"
+    r = generate(tiny_model, left, right, DecodeOptions(deadline_s=0.0), target=target)
+    assert (r.middle, r.stop_reason, r.tokens, r.complete) == ("", "deadline", 0, False)
+    assert r.timings["prompt_tokens"] > len(tiny_model.cached_tokens)
+    before = tiny_model.n_decoded
+    again = generate(tiny_model, left, right, DecodeOptions(max_tokens=4), target=target)
+    assert again.stop_reason != "deadline"
+    assert tiny_model.n_decoded - before <= again.timings["prompt_tokens"] + again.tokens

@@ -26,8 +26,9 @@ from model_fixtures import (  # noqa: F401  (fixtures are used by name)
     tiny_session_model,
 )
 
-from lsp_server.model import FimModel, ModelError, open_model, resolve_model
+from lsp_server.model import FimModel, Interrupted, ModelError, open_model, resolve_model
 from lsp_server.model import download as dl
+from lsp_server.model.llm import INTERRUPTIBLE_CHUNK
 from lsp_server.model.tiny import (
     BUNDLED_VOCABS,
     VOCAB_DIR,
@@ -375,6 +376,30 @@ def test_evaluate_reuses_the_common_prefix(tiny_model: FimModel, tiny_model_path
     assert m.n_decoded == before + 1
     with FimModel(tiny_model_path, n_ctx=1024) as fresh:
         np.testing.assert_allclose(shorter, fresh.evaluate(second[:-3]), atol=1e-4, rtol=0)
+
+
+def test_interrupted_prompt_keeps_its_decoded_chunks(
+    tiny_model: FimModel, tiny_model_path: Path
+) -> None:
+    """A long prompt stops between chunks when asked; the next call goes on from there."""
+    m = tiny_model
+    tokens = m.tokenize(CODE * 8)[: 3 * INTERRUPTIBLE_CHUNK + 5]
+    assert len(tokens) == 3 * INTERRUPTIBLE_CHUNK + 5
+    polls: list[int] = []
+
+    def second_poll() -> bool:
+        polls.append(len(m.cached_tokens))
+        return len(polls) >= 2
+
+    with pytest.raises(Interrupted):
+        m.evaluate(tokens, interrupt=second_poll)
+    assert polls == [0, INTERRUPTIBLE_CHUNK]  # polled before each chunk
+    assert m.cached_tokens == tuple(tokens[:INTERRUPTIBLE_CHUNK])
+    before = m.n_decoded
+    logits = m.evaluate(tokens, interrupt=lambda: False)
+    assert m.n_decoded - before == len(tokens) - INTERRUPTIBLE_CHUNK
+    with FimModel(tiny_model_path, n_ctx=1024) as fresh:
+        np.testing.assert_allclose(logits, fresh.evaluate(tokens), atol=1e-4, rtol=0)
 
 
 def test_append_matches_evaluate(tiny_model: FimModel, tiny_model_path: Path) -> None:

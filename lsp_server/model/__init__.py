@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from .download import DEFAULT_MODEL_SPEC, ProgressHook, resolve_model
-from .errors import ModelError
+from .errors import Interrupted, ModelError
 from .llm import FimLayout, FimModel, FimTokens
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "FimLayout",
     "FimModel",
     "FimTokens",
+    "Interrupted",
     "ModelError",
     "ProgressHook",
     "open_model",
