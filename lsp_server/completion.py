@@ -244,7 +244,8 @@ def generate(
         )
 
     try:
-        logits = model.evaluate(prompt, interrupt=interrupt)
+        bounded = cancel is not None or deadline is not None
+        logits = model.evaluate(prompt, interrupt=interrupt if bounded else None)
     except Interrupted:
         # A long prompt on a slow machine: give up for now; what was decoded stays in
         # the model's cache, so asking again at this place goes on from there.
