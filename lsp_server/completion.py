@@ -238,24 +238,24 @@ def generate(
 
     t0 = time.perf_counter()
     prompt, forced = build_prompt(model, left, right, opts)
+    timings["prompt_tokens"] = float(len(prompt))
+
     def interrupt() -> bool:
         return (cancel is not None and cancel()) or (
             deadline is not None and time.perf_counter() > deadline
         )
 
+    bounded = cancel is not None or deadline is not None
     try:
-        bounded = cancel is not None or deadline is not None
         logits = model.evaluate(prompt, interrupt=interrupt if bounded else None)
     except Interrupted:
         # A long prompt on a slow machine: give up for now; what was decoded stays in
         # the model's cache, so asking again at this place goes on from there.
+        now = time.perf_counter()
+        timings["prompt_ms"], timings["total_ms"] = (now - t0) * 1e3, (now - started) * 1e3
         stop = "cancelled" if cancel is not None and cancel() else "deadline"
-        timings["prompt_ms"] = (time.perf_counter() - t0) * 1e3
-        timings["prompt_tokens"] = float(len(prompt))
-        timings["total_ms"] = (time.perf_counter() - started) * 1e3
         return Completion("", stop, False if opts.mode == "constrained" else None, 0, timings)
     timings["prompt_ms"] = (time.perf_counter() - t0) * 1e3
-    timings["prompt_tokens"] = float(len(prompt))
 
     decoder = _Decoder(model, opts, quotient, forced, deadline, cancel)
     result = decoder.run(logits)
