@@ -13,7 +13,9 @@ the local standard library or PATHS, the model the configured one):
 2. ``bench.grammar_coverage``: the recognizer against CPython's ``ast.parse``;
 3. ``bench.quotient_check``: completeness, soundness and timings of the quotient;
 4. ``bench.overhead``: per-token checking cost against file size, the quotient
-   against ``ast.parse`` on every token (the paper's Figure 11).
+   against ``ast.parse`` on every token (the paper's Figure 11);
+5. ``bench.lsp_latency``: typing sessions replayed through the real language
+   server (latency, cancellations, memory).
 
 Everything goes to ``bench/results/<date>-<machine>/``: one JSON file per
 benchmark, ``config.json`` (arguments, machine, versions), ``report.md`` with the
@@ -52,6 +54,7 @@ SIZES = {
     "coverage_files": (20, None),  # None: the whole corpus
     "quotient_cuts": (40, 2000),
     "overhead_cuts": (40, 300),
+    "lsp_requests": (100, 1000),
 }
 
 
@@ -290,6 +293,24 @@ def markdown(results: dict[str, Any], config: dict[str, Any]) -> str:
                 f"{r['ratio_ast_parse_over_constrained']} | {r['build_ms_median']} |"
             )
         lines += ["", "![overhead](overhead.png)", "", "![construction](construction.png)", ""]
+    lsp = results.get("lsp")
+    if lsp:
+        lines += [
+            "## Language server while typing",
+            "",
+            f"{lsp['requests']} inline completion requests in {lsp['sessions']} typing "
+            f"sessions through `fimlsp --stdio` ({lsp['max_tokens']} tokens at most, "
+            f"deadline {lsp['deadline_ms']} ms, a keystroke every {lsp['typing_ms']} ms).",
+            "",
+            "| answered | with a completion | latency p50 / p95 | at pauses p50 / p95 "
+            "| cancelled | errors | memory after |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+            f"| {lsp['answered']} | {lsp['with_completion']} | {lsp['latency_ms_p50']} / "
+            f"{lsp['latency_ms_p95']} ms | {lsp['pause_latency_ms_p50']} / "
+            f"{lsp['pause_latency_ms_p95']} ms | {lsp['cancelled']} of {lsp['cancel_sent']} "
+            f"| {lsp['errors']} | {lsp['rss_mb_after']} MB |",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -310,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--only",
         nargs="+",
-        choices=["quality", "coverage", "quotient", "overhead"],
+        choices=["quality", "coverage", "quotient", "overhead", "lsp"],
         default=None,
         help="run only these benchmarks",
     )
@@ -320,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     out = out or sys.stdout
-    from bench import fim_quality, grammar_coverage, overhead, quotient_check
+    from bench import fim_quality, grammar_coverage, lsp_latency, overhead, quotient_check
 
     pick = 0 if args.quick else 1
     date = dt.date.today().isoformat()
@@ -353,6 +374,14 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         "overhead": (
             overhead.main,
             [*paths, "--n", str(SIZES["overhead_cuts"][pick]), "--json", *seed],
+        ),
+        "lsp": (
+            lsp_latency.main,
+            [
+                *paths,
+                *("--model", args.model, "--requests", str(SIZES["lsp_requests"][pick])),
+                *("--json", "--no-progress", *seed),
+            ],
         ),
     }
     results: dict[str, Any] = {}

@@ -13,7 +13,7 @@ pytest.importorskip("pytest_lsp", reason="pytest-lsp is not installed")
 from lsp_fixtures import stopping_model
 from model_fixtures import model_cache, tiny_factory
 
-from bench import lsp_latency
+from bench import lsp_latency, report
 
 __all__ = ["model_cache", "stopping_model", "tiny_factory"]  # fixtures used by name
 
@@ -35,3 +35,16 @@ def test_latency_benchmark_runs(stopping_model: Path, cancel: str) -> None:
     assert report["rss_mb_after"] > 0
     if cancel == "supersede":
         assert report["cancel_sent"] == 0
+
+
+def test_report_shows_the_latency_figures(stopping_model: Path) -> None:
+    out = io.StringIO()
+    argv = ["--model", str(stopping_model), "--requests", "20", "--typing-ms", "10",
+            "--json", "--no-progress"]  # fmt: skip
+    assert lsp_latency.main(argv, out=out) == 0
+    figures = json.loads(out.getvalue())
+    config = {"date": "today", "command": "test", "quick": True, "seed": 0, "elapsed_s": 1,
+              "machine": report.machine_info()}  # fmt: skip
+    text = report.markdown({"lsp": figures}, config)
+    assert "## Language server while typing" in text
+    assert f"{figures['latency_ms_p50']} / {figures['latency_ms_p95']} ms" in text
