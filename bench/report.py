@@ -226,6 +226,9 @@ def markdown(results: dict[str, Any], config: dict[str, Any]) -> str:
     ]
     benchmarks = config.get("benchmarks") or {}
     if benchmarks:
+        if config.get("kept_from_earlier_runs"):
+            total = sum(b["elapsed_s"] for b in benchmarks.values())
+            lines += [f"Taken in parts (`--only`); the benchmarks took {total:.0f} s in all:", ""]
         lines += ["| benchmark | command | duration | exit status |", "| --- | --- | --- | --- |"]
         lines += [
             f"| {name} | `{b['command']}` | {b['elapsed_s']} s | {b['exit_status']} |"
