@@ -3,7 +3,7 @@
 Usage::
 
     python -m bench.report [--quick] [--model SPEC] [--out DIR] [--machine NAME]
-        [--seed S] [--jobs N] [--only NAME...] [PATHS...]
+        [--seed S] [--jobs N] [--only NAME...] [--render] [PATHS...]
 
 Runs, in order, with a fixed seed and without downloading anything (the corpus is
 the local standard library or PATHS, the model the configured one):
@@ -228,7 +228,7 @@ def markdown(results: dict[str, Any], config: dict[str, Any]) -> str:
     if benchmarks:
         if config.get("kept_from_earlier_runs"):
             total = sum(b["elapsed_s"] for b in benchmarks.values())
-            lines += [f"Taken in parts (`--only`); the benchmarks took {total:.0f} s in all:", ""]
+            lines += [f"Assembled from these runs, {total:.0f} s in all:", ""]
         lines += ["| benchmark | command | duration | exit status |", "| --- | --- | --- | --- |"]
         lines += [
             f"| {name} | `{b['command']}` | {b['elapsed_s']} s | {b['exit_status']} |"
@@ -332,6 +332,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="worker processes for the decoding-quality benchmark")  # fmt: skip
     p.add_argument(
+        "--render",
+        action="store_true",
+        help="run nothing: redraw report.md and the plots from the folder's JSON",
+    )
+    p.add_argument(
         "--only",
         nargs="+",
         choices=["quality", "coverage", "quotient", "overhead", "lsp"],
@@ -390,24 +395,26 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     results: dict[str, Any] = {}
     statuses: dict[str, int] = {}
     # How each benchmark in the folder was run (kept across --only runs).
-    timeline: dict[str, Any] = {}
+    earlier: dict[str, Any] = {}
     if (folder / "config.json").is_file():
-        timeline = json.loads((folder / "config.json").read_text()).get("benchmarks", {})
+        earlier = json.loads((folder / "config.json").read_text())
+    timeline: dict[str, Any] = earlier.get("benchmarks", {})
     for name, (bench_main, bench_argv) in runs.items():
-        if args.only and name not in args.only:
+        if args.render or (args.only and name not in args.only):
             continue
         print(f"== {name}: python -m {bench_main.__module__} {' '.join(bench_argv)}", file=out)
-        t0 = time.monotonic()
+        t0, load = time.monotonic(), list(os.getloadavg())
         status, result = _capture(bench_main, bench_argv)
         statuses[name] = status
         results[name] = result
         (folder / f"{name}.json").write_text(json.dumps(result, indent=1, ensure_ascii=False))
         elapsed = round(time.monotonic() - t0, 1)
         timeline[name] = {
+            "load_average_at_start": load,
             "command": f"python -m {bench_main.__module__} {' '.join(bench_argv)}",
             "elapsed_s": elapsed,
             "exit_status": status,
-            "date": dt.datetime.now().isoformat(timespec="seconds"),
+            "finished": dt.datetime.now().isoformat(timespec="seconds"),
         }
         print(f"   done in {elapsed:.0f} s (exit status {status})", file=out)
     # With --only, the other benchmarks' figures already in the folder stay in the report.
@@ -423,7 +430,8 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         "seed": args.seed,
         "model": args.model,
         "sizes": {k: v[pick] for k, v in SIZES.items()},
-        "machine": machine_info(),
+        # Rendering runs nothing: the machine is the one the figures were taken on.
+        "machine": earlier.get("machine") if args.render and earlier else machine_info(),
         "exit_statuses": statuses,
         "kept_from_earlier_runs": kept,
         "benchmarks": {name: timeline[name] for name in runs if name in timeline},

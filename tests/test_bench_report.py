@@ -54,3 +54,17 @@ def test_report_only_keeps_earlier_figures(tmp_path: Path) -> None:
     text = (tmp_path / "report.md").read_text()
     assert "## FIM quotient" in text and "| cuts | 7 |" in text
     assert "python -m bench.overhead" in text
+
+
+def test_render_redraws_from_the_folder(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    argv = ["--quick", "--only", "overhead", "--out", str(tmp_path), "--seed", "1"]
+    assert report.main(argv, out=io.StringIO()) == 0
+    (tmp_path / "report.md").unlink()
+    (tmp_path / "overhead.png").unlink()
+    assert report.main(["--render", "--out", str(tmp_path)], out=io.StringIO()) == 0
+    assert "Figure 11" in (tmp_path / "report.md").read_text()
+    assert (tmp_path / "overhead.png").stat().st_size > 0
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["kept_from_earlier_runs"] == ["overhead"]
+    assert "python -m bench.overhead" in config["benchmarks"]["overhead"]["command"]
