@@ -218,8 +218,7 @@ def markdown(results: dict[str, Any], config: dict[str, Any]) -> str:
         "",
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, {m['os']}; "
         f"Python {m['python']}, llama-cpp-python {m.get('llama_cpp_python')} "
-        f"(GPU offload: {m.get('gpu_offload')}). Load average at start: "
-        f"{m.get('load_average_at_start')}.",
+        f"(GPU offload: {m.get('gpu_offload')}).",
         f"Command: `{config['command']}` ({'quick' if config['quick'] else 'full'} run, "
         f"seed {config['seed']}), {config['elapsed_s']} s.",
         "",
@@ -229,11 +228,16 @@ def markdown(results: dict[str, Any], config: dict[str, Any]) -> str:
         if config.get("kept_from_earlier_runs"):
             total = sum(b["elapsed_s"] for b in benchmarks.values())
             lines += [f"Assembled from these runs, {total:.0f} s in all:", ""]
-        lines += ["| benchmark | command | duration | exit status |", "| --- | --- | --- | --- |"]
         lines += [
-            f"| {name} | `{b['command']}` | {b['elapsed_s']} s | {b['exit_status']} |"
-            for name, b in benchmarks.items()
+            "| benchmark | command | duration | exit status | load average at start |",
+            "| --- | --- | --- | --- | --- |",
         ]
+        for name, b in benchmarks.items():
+            load = b.get("load_average_at_start")
+            shown = " / ".join(f"{x:.2f}" for x in load) if load else "not recorded"
+            lines.append(
+                f"| {name} | `{b['command']}` | {b['elapsed_s']} s | {b['exit_status']} | {shown} |"
+            )
         lines.append("")
     q = results.get("quality")
     if q:
