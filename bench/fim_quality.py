@@ -59,8 +59,9 @@ from bench.grammar_coverage import (
     percentile,
     stdlib_corpus,
     stdlib_root,
+    with_progress,
 )
-from bench.quotient_check import CUT_KINDS, Corpus, Cut, _progress, make_cuts
+from bench.quotient_check import CUT_KINDS, Corpus, Cut, make_cuts
 from lsp_server.completion import Completion, DecodeOptions, Mode, build_prompt, generate
 from lsp_server.model import FimModel, ModelError, open_model
 from quotient_parser.quotient import QuotientBuilder
@@ -428,6 +429,11 @@ def _case_dict(r: CaseResult) -> dict[str, object]:
 # --------------------------------------------------------------------------- driver
 
 
+def _with_text(cuts: Sequence[Cut], corpus: Corpus) -> list[tuple[Cut, str]]:
+    """Each cut with its file's text (always found: the cuts come from this corpus)."""
+    return [(cut, source.text) for cut in cuts if (source := corpus.by_name(cut.file))]
+
+
 def run_cuts(
     cuts: Sequence[Cut],
     corpus: Corpus,
@@ -435,12 +441,8 @@ def run_cuts(
     *,
     progress: bool = False,
 ) -> list[CaseResult]:
-    results: list[CaseResult] = []
-    for cut in _progress(cuts, progress):
-        source = corpus.by_name(cut.file)
-        if source is not None:  # always: the cuts come from this corpus
-            results.append(runner.run(cut, source.text))
-    return results
+    work = _with_text(cuts, corpus)
+    return [runner.run(*job) for job in with_progress(work, progress, "cut", _job_file)]
 
 
 @dataclass(frozen=True)
@@ -485,16 +487,16 @@ def run_cuts_parallel(
     Results come back in the order of ``cuts``.  Timings are taken while the
     processes share the machine's cores and memory bandwidth.
     """
-    work = []
-    for cut in cuts:
-        source = corpus.by_name(cut.file)
-        if source is not None:
-            work.append((cut, source.text))
+    work = _with_text(cuts, corpus)
     context = multiprocessing.get_context("spawn")  # llama.cpp and threads: no fork
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_start,
                              initargs=(spec,)) as pool:  # fmt: skip
         done = pool.map(_worker_run, work)
-        return [result for _, result in zip(_progress([c for c, _ in work], progress), done)]
+        return [result for _, result in zip(with_progress(work, progress, "cut", _job_file), done)]
+
+
+def _job_file(job: tuple[Cut, str]) -> str:
+    return job[0].file
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -30,7 +30,7 @@ from .errors import Interrupted, ModelError
 
 __all__ = ["INTERRUPTIBLE_CHUNK", "FimLayout", "FimModel", "FimTokens", "ModelError"]
 
-#: Prompt tokens decoded between two polls of an ``interrupt`` callback: about half a
+#: Prompt tokens decoded between two polls of an ``interrupt`` callback: about a third of a
 #: second for a 270M model on one CPU core, and large enough to keep batching efficient.
 INTERRUPTIBLE_CHUNK = 64
 
