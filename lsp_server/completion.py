@@ -240,10 +240,12 @@ def generate(
     prompt, forced = build_prompt(model, left, right, opts)
     timings["prompt_tokens"] = float(len(prompt))
 
+    interrupted_by: str | None = None
+
     def interrupt() -> bool:
-        return (cancel is not None and cancel()) or (
-            deadline is not None and time.perf_counter() > deadline
-        )
+        nonlocal interrupted_by
+        interrupted_by = _stop_reason(cancel, deadline)
+        return interrupted_by is not None
 
     bounded = cancel is not None or deadline is not None
     try:
@@ -253,7 +255,7 @@ def generate(
         # the model's cache, so asking again at this place goes on from there.
         now = time.perf_counter()
         timings["prompt_ms"], timings["total_ms"] = (now - t0) * 1e3, (now - started) * 1e3
-        stop = "cancelled" if cancel is not None and cancel() else "deadline"
+        stop = interrupted_by or "deadline"
         return Completion("", stop, False if opts.mode == "constrained" else None, 0, timings)
     timings["prompt_ms"] = (time.perf_counter() - t0) * 1e3
 
@@ -274,6 +276,15 @@ def generate(
             min(len(ordered) - 1, int(len(ordered) * 0.99))
         ]
     return result
+
+
+def _stop_reason(cancel: Callable[[], bool] | None, deadline: float | None) -> str | None:
+    """Why the request must stop now ("cancelled" or "deadline"), or None."""
+    if cancel is not None and cancel():
+        return "cancelled"
+    if deadline is not None and time.perf_counter() > deadline:
+        return "deadline"
+    return None
 
 
 #: Completeness checks spent looking for a stopping point inside tokens.
@@ -348,11 +359,9 @@ class _Decoder:
         gen_start = time.perf_counter()
         stop = "max_tokens"
         while self.tokens < opts.max_tokens:
-            if self.cancel is not None and self.cancel():
-                stop = "cancelled"
-                break
-            if self._past_deadline():
-                stop = "deadline"
+            interrupted_by = _stop_reason(self.cancel, self.deadline)
+            if interrupted_by is not None:
+                stop = interrupted_by
                 break
             if self.stop_when_connected and self.tokens and self._connected():
                 stop = "connected"
@@ -517,7 +526,7 @@ class _Decoder:
         return None
 
     def _past_deadline(self) -> bool:
-        return self.deadline is not None and time.perf_counter() > self.deadline
+        return _stop_reason(None, self.deadline) is not None
 
     def _connected(self) -> bool:
         """The middle is complete and ends a line (see ``stop_when_connected``)."""
