@@ -64,6 +64,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Protocol, TypeVar
 
+from lexer.text import split_lines
 from quotient_parser import Recognizer, SourceDecodeError, decode_source
 
 WORKER = Path(__file__).with_name("_oracle_worker.py")
@@ -139,15 +140,6 @@ def select_evenly(files: Sequence[CorpusFile], limit: int | None) -> list[Corpus
 
 
 # --------------------------------------------------------------------------- text helpers
-
-_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their terminators (``\\r\\n``, ``\\r`` or ``\\n`` only, as the
-    Python tokenizer sees them; ``str.splitlines`` would also split on form
-    feeds and other characters)."""
-    return _LINE_RE.findall(text)
 
 
 class LineIndex:

@@ -32,7 +32,6 @@ import asyncio
 import json
 import os
 import random
-import re
 import sys
 import tempfile
 import time
@@ -45,19 +44,16 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from bench.grammar_coverage import CorpusFile, discover, percentile, stdlib_corpus
+from lexer.text import line_end_offsets
 
-_LINE_END = re.compile(r"\r\n|\r|\n")
 _WORD_END = set(" .,:;()[]{}=+-*/%<>!\"'")
 
 
 def lsp_position(text: str, offset: int) -> types.Position:
     """The protocol position (UTF-16 columns) of a string offset."""
     before = text[:offset]
-    line_start = 0
-    line = 0
-    for match in _LINE_END.finditer(before):
-        line += 1
-        line_start = match.end()
+    ends = line_end_offsets(before)
+    line, line_start = len(ends), (ends[-1] if ends else 0)
     column = len(before[line_start:].encode("utf-16-le")) // 2
     return types.Position(line=line, character=column)
 
@@ -145,7 +141,7 @@ class Typist:
 
     async def session(self, uri: str, text: str, rng: random.Random, version: int) -> int:
         """Clear the end of a random line and type it back; returns the last version."""
-        starts = [0] + [m.end() for m in _LINE_END.finditer(text)]
+        starts = [0, *line_end_offsets(text)]
         candidates = [
             i for i in range(len(starts) - 1) if len(text[starts[i] : starts[i + 1]].strip()) >= 8
         ]

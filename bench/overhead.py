@@ -46,7 +46,7 @@ from bench.grammar_coverage import (
     with_progress,
 )
 from bench.quotient_check import Corpus, make_cuts
-from quotient_parser.grammar_tools import parse_version
+from lexer.version import TargetVersion
 from quotient_parser.quotient import QuotientBuilder
 
 #: Upper bounds (characters) of the file-size bins; the last bin is open.
@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     files = discover(args.paths) if args.paths else stdlib_corpus()
     started = time.monotonic()
     with Oracle(args.oracle) as oracle:
-        target = parse_version(args.target) if args.target else oracle.version[:2]
+        target = TargetVersion.parse(args.target) if args.target else oracle.version[:2]
         corpus = Corpus(files, oracle)
         cuts = make_cuts(corpus, "randspan", args.n, args.seed)
         builder = QuotientBuilder(target)

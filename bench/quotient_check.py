@@ -86,13 +86,13 @@ from bench.grammar_coverage import (
     discover,
     make_mutant,
     percentile,
-    split_lines,
     stdlib_corpus,
     stdlib_root,
     time_limit,
     token_spans,
     with_progress,
 )
+from lexer.text import split_lines
 from quotient_parser import SourceDecodeError, decode_source
 from quotient_parser.quotient import Quotient, QuotientBuilder, QuotientState
 

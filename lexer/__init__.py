@@ -55,5 +55,6 @@ progress only (whitespace and comments are committed as soon as they end).
 """
 
 from .state import LexError, LexState, Symbol
+from .version import TargetVersion
 
-__all__ = ["LexError", "LexState", "Symbol"]
+__all__ = ["LexError", "LexState", "Symbol", "TargetVersion"]

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 
+from .version import NEWEST, OLDEST
+
 #: Oldest and newest supported targets, as ``major * 100 + minor``.
-MIN_VERSION = 308
-MAX_VERSION = 313
+MIN_VERSION = OLDEST.code
+MAX_VERSION = NEWEST.code
 
 # CPython limits (Parser/tokenizer.c): MAXLEVEL, MAXINDENT, MAXFSTRINGLEVEL.
 MAX_PAREN_LEVEL = 200

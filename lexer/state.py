@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 from ._engine import EXPR, INITIAL_CTX, Ctx, Symbol, lex
 from ._scan import Fail, is_id_char
 from ._tables import (
     KEYWORD_KINDS,
-    MAX_VERSION,
-    MIN_VERSION,
     OPERATORS,
     PREFIX_KINDS,
     STRING_PREFIXES,
 )
+from .text import count_line_ends, last_line_start
+from .version import NEWEST, TargetLike, TargetVersion
 
 __all__ = ["LexError", "LexState", "Symbol"]
 
@@ -42,30 +41,6 @@ class LexError(Exception):
         if self.line is None:
             return f"{self.message} (offset {self.offset})"
         return f"{self.message} (line {self.line}, column {self.column}, offset {self.offset})"
-
-
-def _parse_target(target: str | Sequence[int]) -> int:
-    if isinstance(target, str):
-        parts = target.split(".")
-        nums = [int(p) for p in parts[:2]]
-    else:
-        nums = [int(p) for p in list(target)[:2]]
-    if len(nums) != 2 or nums[0] != 3:
-        raise ValueError(f"unsupported target {target!r}: expected (3, 8) .. (3, 13)")
-    ver = nums[0] * 100 + nums[1]
-    if not MIN_VERSION <= ver <= MAX_VERSION:
-        raise ValueError(f"unsupported target {target!r}: expected (3, 8) .. (3, 13)")
-    return ver
-
-
-def _newlines(text: str) -> int:
-    """Line breaks in ``text``; '\\r\\n', '\\r' and '\\n' each count once."""
-    return text.count("\n") + text.count("\r") - text.count("\r\n")
-
-
-def _line_start(text: str) -> int:
-    """Index just after the last line break in ``text`` (0 if none)."""
-    return max(text.rfind("\n"), text.rfind("\r")) + 1
 
 
 class LexState:
@@ -103,16 +78,16 @@ class LexState:
         return self
 
     @classmethod
-    def initial(cls, target: str | Sequence[int] = (3, 13)) -> LexState:
-        """The state before any text, for a target version ``(3, 8)`` .. ``(3, 13)``."""
-        return cls._make(_parse_target(target), INITIAL_CTX, "", 0, 1, 0, "")
+    def initial(cls, target: TargetLike = NEWEST) -> LexState:
+        """The state before any text, for a supported target version (see ``lexer.version``)."""
+        return cls._make(TargetVersion.parse(target).code, INITIAL_CTX, "", 0, 1, 0, "")
 
     # -- inspection -------------------------------------------------------------
 
     @property
-    def target(self) -> tuple[int, int]:
+    def target(self) -> TargetVersion:
         """The target Python version."""
-        return divmod(self._ver, 100)
+        return TargetVersion(*divmod(self._ver, 100))
 
     @property
     def pending(self) -> str:
@@ -281,8 +256,8 @@ class LexState:
         line = self._line
         lstart = self._lstart
         if "\n" in done or "\r" in done:
-            line += _newlines(done)
-            lstart = self._pos + _line_start(done)
+            line += count_line_ends(done)
+            lstart = self._pos + last_line_start(done)
         tail = buf[k - 2 : k] if k >= 2 else (self._tail + done)[-2:]
         return LexState._make(self._ver, ctx, buf[k:], self._pos + k, line, lstart, tail)
 
@@ -290,10 +265,10 @@ class LexState:
         """A LexError for ``fail`` (an index into ``buf``) with line and column."""
         at = max(0, min(fail.at, len(buf)))
         before = buf[:at]
-        breaks = _newlines(before)
+        breaks = count_line_ends(before)
         if breaks:
             line = self._line + breaks
-            column = at - _line_start(before) + 1
+            column = at - last_line_start(before) + 1
         else:
             line = self._line
             column = self._pos + at - self._lstart + 1

@@ -12,28 +12,20 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from lexer.text import split_lines
 from quotient_parser.recognizer import Recognizer, SourceDecodeError, decode_source
 
 from . import __version__
-
-_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
-
-
-def _split_lines(text: str) -> list[str]:
-    """Lines with their ends, as Python (and the LSP) count them: only \\n, \\r\\n and
-    \\r end a line (``str.splitlines`` also splits at form feeds and other characters)."""
-    return _LINE_RE.findall(text)
 
 
 def _first_dead_line(rec: Recognizer, text: str) -> int | None:
     """1-based line where the text stops being a viable prefix, if it does."""
     state = rec.initial()
-    for number, line in enumerate(_split_lines(text), start=1):
+    for number, line in enumerate(split_lines(text), start=1):
         state = state.feed(line)
         if not state.viable:
             return number
@@ -75,7 +67,7 @@ def _cursor_offset(text: str, line: int, column: int) -> int:
     """Offset of a 1-based line and column (column counted in characters)."""
     if line < 1 or column < 1:
         raise ValueError(f"line and column are 1-based, got {line}:{column}")
-    lines = _split_lines(text) or [""]
+    lines = split_lines(text) or [""]
     if line > len(lines) + (1 if text.endswith(("\n", "\r")) else 0):
         raise ValueError(f"line {line} is past the end of the file ({len(lines)} lines)")
     offset = sum(len(x) for x in lines[: line - 1])

@@ -40,6 +40,8 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from lexer.text import last_line
+from lexer.version import NEWEST, TargetLike
 from lsp_server.model.errors import Interrupted
 from quotient_parser.quotient import Quotient, QuotientState
 
@@ -138,8 +140,7 @@ def _heal_split(model: LanguageModel, left: str) -> tuple[str, str]:
     """Split the left context before the last token of a word under the cursor."""
     if not left or not (left[-1].isalnum() or left[-1] == "_"):
         return left, ""
-    line_start = max(left.rfind("\n"), left.rfind("\r")) + 1
-    line = left[line_start:]
+    line = last_line(left)
     tokens = model.tokenize(line)
     if not tokens:
         return left, ""
@@ -217,7 +218,7 @@ def generate(
     options: DecodeOptions | None = None,
     *,
     quotient: Quotient | None = None,
-    target: str | Sequence[int] = (3, 13),
+    target: TargetLike = NEWEST,
     cancel: Callable[[], bool] | None = None,
 ) -> Completion:
     """Generate the middle between ``left`` and ``right``.

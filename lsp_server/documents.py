@@ -14,14 +14,13 @@ specification says; a line past the end of the document is an error
 from __future__ import annotations
 
 import bisect
-import re
 from dataclasses import dataclass, field
+
+from lexer.text import line_end_offsets
 
 __all__ = ["Document", "PositionEncoding", "PositionError"]
 
 PositionEncoding = str  # "utf-16" (the protocol's default), "utf-8" or "utf-32"
-
-_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 class PositionError(ValueError):
@@ -77,7 +76,7 @@ class Document:
     def line_starts(self) -> list[int]:
         """Offset of the first character of every line (computed once per text)."""
         if self._line_starts is None:
-            self._line_starts = [0] + [m.end() for m in _LINE_END.finditer(self.text)]
+            self._line_starts = [0, *line_end_offsets(self.text)]
         return self._line_starts
 
     def _line_text(self, line: int) -> str:

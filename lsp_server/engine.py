@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import queue
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -30,7 +29,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from quotient_parser.grammar_tools import parse_version
+from lexer.text import LINE_END_RE, first_line, indentation, last_line
+from lexer.version import TargetVersion
 from quotient_parser.quotient import Quotient, QuotientBuilder
 
 from .completion import Completion, DecodeOptions, generate
@@ -420,7 +420,7 @@ class Engine:
         key = (uri, version)
         builder = self._builders.get(key)
         if builder is None:
-            builder = self._builders[key] = QuotientBuilder(parse_version(version))
+            builder = self._builders[key] = QuotientBuilder(TargetVersion.parse(version))
             while len(self._builders) > _BUILDERS_KEPT:
                 self._builders.popitem(last=False)
         else:
@@ -453,20 +453,17 @@ def opens_block(quotient: Quotient, left: str, right: str) -> bool:
     on with a new, more deeply indented line but not with one at the line's own
     indentation (``if x:``, ``def f(a):``, ``class C:``, ``else:`` and so on).
     """
-    rest_of_line = right.split("\n", 1)[0]
+    rest_of_line = first_line(right)
     if rest_of_line.strip():
         return False
-    line = left[left.rfind("\n") + 1 :]
+    line = last_line(left)
     if not line.strip():
         return False
-    indent = line[: len(line) - len(line.lstrip(" \t"))]
+    indent = indentation(line)
     state = quotient.initial
     deeper = state.feed(f"\n{indent}    pass").viable
     same = state.feed(f"\n{indent}pass").viable
     return deeper and not same
-
-
-_LINE_ENDS = re.compile(r"\r\n|\r|\n")
 
 
 def _document_line_ends(middle: str, quotient: Quotient, text: str) -> str:
@@ -478,7 +475,7 @@ def _document_line_ends(middle: str, quotient: Quotient, text: str) -> str:
     how many lines there are.
     """
     newline = "\r\n" if "\r\n" in text else "\r" if "\r" in text and "\n" not in text else "\n"
-    rewritten = _LINE_ENDS.sub(newline, middle)
+    rewritten = LINE_END_RE.sub(newline, middle)
     if rewritten == middle:
         return middle
     if quotient.initial.feed(rewritten).complete:

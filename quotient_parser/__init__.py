@@ -15,7 +15,9 @@ States are immutable values: ``feed`` returns a new state and any number of
 states can be alive at once.  See ``docs/architecture.md`` for the design.
 """
 
-from .grammar_tools import Grammar, GrammarError, load_grammar, parse_version
+from lexer.version import TargetVersion
+
+from .grammar_tools import Grammar, GrammarError, load_grammar
 from .recognizer import Recognizer, RecognizerState, SourceDecodeError, decode_source
 
 __all__ = [
@@ -24,7 +26,7 @@ __all__ = [
     "Recognizer",
     "RecognizerState",
     "SourceDecodeError",
+    "TargetVersion",
     "decode_source",
     "load_grammar",
-    "parse_version",
 ]

@@ -23,7 +23,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Grammar", "GrammarError", "load_grammar", "parse_version"]
+from lexer.version import NEWEST
+
+__all__ = ["Grammar", "GrammarError", "load_grammar"]
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar") / "python.gram"
 START_RULE = "file"
@@ -35,23 +37,6 @@ _INLINE_LIMIT = 8
 
 class GrammarError(ValueError):
     """The grammar file is malformed or describes an unusable grammar."""
-
-
-def parse_version(target: str | tuple[int, int] | Sequence[int]) -> tuple[int, int]:
-    """Normalise ``"3.12"`` or ``(3, 12)`` to ``(3, 12)``; only 3.8 to 3.13 exist."""
-    if isinstance(target, str):
-        match = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", target)
-        if not match:
-            raise ValueError(f"target version must look like '3.12', got {target!r}")
-        version = (int(match.group(1)), int(match.group(2)))
-    else:
-        parts = tuple(int(p) for p in target)
-        if len(parts) < 2:
-            raise ValueError(f"target version needs major and minor, got {target!r}")
-        version = (parts[0], parts[1])
-    if not (3, 8) <= version <= (3, 13):
-        raise ValueError(f"target version {version[0]}.{version[1]} is not supported (3.8 to 3.13)")
-    return version
 
 
 # ---------------------------------------------------------------------------
@@ -339,7 +324,7 @@ class _Builder:
 
 
 @functools.cache
-def load_grammar(version: tuple[int, int] = (3, 13), path: str | None = None) -> Grammar:
+def load_grammar(version: tuple[int, int] = NEWEST, path: str | None = None) -> Grammar:
     """Build the BNF grammar of ``version`` from the grammar file (cached)."""
     source = Path(path) if path else GRAMMAR_PATH
     text = source.read_text(encoding="utf-8")

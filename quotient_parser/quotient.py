@@ -56,11 +56,12 @@ Example::
 from __future__ import annotations
 
 import bisect
-import re
 from collections import OrderedDict
 from collections.abc import Sequence
 
 from lexer import LexError, LexState
+from lexer.text import indentation, line_end_offsets
+from lexer.version import NEWEST, TargetLike, TargetVersion
 
 from .earley import Chart
 from .recognizer import Recognizer, RecognizerState
@@ -78,12 +79,9 @@ _PROBE_LINES = 24
 _TABLE_LIMIT = 400_000
 
 
-_LINE_BREAK_RE = re.compile(r"\r\n|\r|\n")
-
-
 def _line_ends(text: str) -> list[int]:
-    """Offsets just after each line break of ``text`` (\\n, \\r\\n or \\r), plus its end."""
-    ends = [m.end() for m in _LINE_BREAK_RE.finditer(text)]
+    """Offsets just after each line end of ``text``, plus its end."""
+    ends = line_end_offsets(text)
     if not ends or ends[-1] != len(text):
         ends.append(len(text))
     return ends
@@ -254,7 +252,7 @@ class _RightContext:
             return
         self.probed.add(offset)
         line = left_text[offset:]
-        indent = line[: len(line) - len(line.lstrip(" \t\f"))]
+        indent = indentation(line)
         probe = state.feed(indent + "pass")
         if probe.lex is None or probe.chart is None:
             return
@@ -284,7 +282,7 @@ class Quotient:
         self,
         left: str,
         right: str,
-        target: str | Sequence[int] = (3, 13),
+        target: TargetLike = NEWEST,
         *,
         builder: QuotientBuilder | None = None,
     ):
@@ -303,7 +301,7 @@ class Quotient:
         self.initial = QuotientState(self, left_state)
 
     @property
-    def target(self) -> tuple[int, int]:
+    def target(self) -> TargetVersion:
         return self.recognizer.version
 
 
@@ -354,7 +352,7 @@ class QuotientBuilder:
     last few right contexts.
     """
 
-    def __init__(self, target: str | Sequence[int] = (3, 13), *, right_cache: int = 4):
+    def __init__(self, target: TargetLike = NEWEST, *, right_cache: int = 4):
         self.recognizer = Recognizer(target)
         self._left_index: _LeftIndex | None = None
         self._rights: OrderedDict[str, _RightContext] = OrderedDict()

@@ -25,12 +25,13 @@ import codecs
 import io
 import tokenize
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from lexer import LexError, LexState
+from lexer.version import NEWEST, TargetLike, TargetVersion
 
 from .earley import Automaton, Chart
-from .grammar_tools import Grammar, load_grammar, parse_version
+from .grammar_tools import Grammar, load_grammar
 
 __all__ = [
     "Recognizer",
@@ -111,9 +112,7 @@ class SymbolClassifier:
             kind: frozenset((terminal,)) for kind, terminal in self.kind_ids.items()
         }
         self.kind_terminals["NAME"] = frozenset(plain_name)
-        self.kind_terminals["NUMBER"] = frozenset(
-            t for t in (number, real, imag) if t is not None
-        )
+        self.kind_terminals["NUMBER"] = frozenset(t for t in (number, real, imag) if t is not None)
         self.soft_terminals: dict[str, int] = {word: ids[word] for word in soft}
 
     def __call__(self, kind: str, text: str) -> int | None:
@@ -150,10 +149,10 @@ class Recognizer:
     False
     """
 
-    _cache: dict[tuple[int, int], Recognizer] = {}
+    _cache: dict[TargetVersion, Recognizer] = {}
 
-    def __new__(cls, target: str | Sequence[int] = (3, 13)) -> Recognizer:
-        version = parse_version(target)
+    def __new__(cls, target: TargetLike = NEWEST) -> Recognizer:
+        version = TargetVersion.parse(target)
         cached = cls._cache.get(version)
         if cached is None:
             cached = super().__new__(cls)
@@ -161,7 +160,7 @@ class Recognizer:
             cls._cache[version] = cached
         return cached
 
-    def _setup(self, version: tuple[int, int]) -> None:
+    def _setup(self, version: TargetVersion) -> None:
         self.version = version
         self.grammar: Grammar = load_grammar(version)
         self.automaton = Automaton(self.grammar)

@@ -31,6 +31,7 @@ import functools
 from collections.abc import Iterator
 
 from lexer import LexError, LexState
+from lexer.text import indentation
 
 from .earley import Automaton, Chart
 from .grammar_tools import Grammar, load_grammar
@@ -74,10 +75,6 @@ def _initial_chart(version: tuple[int, int]) -> Chart:
 #: only while something holds them, and right contexts of one file share their
 #: tail: moving the cursor re-parses only what is new at the front of R.
 _RECENT_PARSES: collections.deque[list[Chart]] = collections.deque(maxlen=4)
-
-
-def _leading_whitespace(line: str) -> str:
-    return line[: len(line) - len(line.lstrip(" \t\f"))]
 
 
 def _column(whitespace: str) -> int:
@@ -130,7 +127,7 @@ def _lex(attempt: _Attempt, text: str, version: tuple[int, int]) -> list[tuple[s
                     continue
             if message.startswith("unindent does not match") and where >= 0:
                 line_start = max(text.rfind("\n", 0, where), text.rfind("\r", 0, where)) + 1
-                if attempt.add_level(_leading_whitespace(text[line_start:])):
+                if attempt.add_level(indentation(text[line_start:])):
                     continue
             raise
         start = len(prefix)
@@ -156,7 +153,7 @@ def _first_logical_line_indent(
             continue
         offset = start - base
         line_start = max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1
-        return _leading_whitespace(text[line_start:])
+        return indentation(text[line_start:])
     return None
 
 

@@ -29,7 +29,6 @@ from bench.grammar_coverage import (
     make_mutants,
     percentile,
     select_evenly,
-    split_lines,
     stdlib_root,
 )
 
@@ -139,14 +138,6 @@ def test_report_has_the_documented_keys(report: Report) -> None:
 
 
 # --------------------------------------------------------------------------- the harness
-
-
-def test_split_lines_keeps_python_line_ends() -> None:
-    text = "a\nb\r\nc\rd\x0ce\u2028f"
-    assert split_lines(text) == ["a\n", "b\r\n", "c\r", "d\x0ce\u2028f"]
-    assert "".join(split_lines(text)) == text
-    assert split_lines("") == []
-    assert split_lines("x\n") == ["x\n"]
 
 
 def test_line_index() -> None:

@@ -1,0 +1,69 @@
+"""Lines and indentation of source text, as Python and the LSP see them.
+
+Only ``\\n``, ``\\r\\n`` and a lone ``\\r`` end a line: that is CPython's rule
+for source and the protocol's rule for positions.  ``str.splitlines`` also
+breaks at form feeds, ``\\x1c``-``\\x1e``, ``\\x85``, U+2028 and U+2029, which
+occur in real files, so nothing in fimlsp uses it on source text.  Every
+layer (lexer, quotient, server, benchmarks) takes these helpers from here, so
+a classic-Mac ``\\r`` is a line end everywhere or nowhere.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "INDENT_CHARS",
+    "LINE_END_RE",
+    "count_line_ends",
+    "first_line",
+    "indentation",
+    "last_line",
+    "last_line_start",
+    "line_end_offsets",
+    "split_lines",
+]
+
+#: One line end: ``\r\n`` counts once.
+LINE_END_RE = re.compile(r"\r\n|\r|\n")
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+#: Characters CPython's tokenizer reads as indentation (a form feed resets the column).
+INDENT_CHARS = " \t\f"
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of ``text``, each with its line end (the last one may have none)."""
+    return _LINE_RE.findall(text)
+
+
+def line_end_offsets(text: str) -> list[int]:
+    """Offsets just after each line end of ``text``."""
+    return [m.end() for m in LINE_END_RE.finditer(text)]
+
+
+def count_line_ends(text: str) -> int:
+    """Line ends in ``text``; ``\\r\\n`` counts once."""
+    return text.count("\n") + text.count("\r") - text.count("\r\n")
+
+
+def last_line_start(text: str) -> int:
+    """Index just after the last line end of ``text`` (0 if it has none)."""
+    return max(text.rfind("\n"), text.rfind("\r")) + 1
+
+
+def last_line(text: str) -> str:
+    """The text after the last line end: the cursor's line, for a left context."""
+    return text[last_line_start(text) :]
+
+
+def first_line(text: str) -> str:
+    """The text before the first line end: the rest of the cursor's line, for a right
+    context."""
+    match = LINE_END_RE.search(text)
+    return text if match is None else text[: match.start()]
+
+
+def indentation(line: str) -> str:
+    """The leading whitespace CPython counts as indentation."""
+    return line[: len(line) - len(line.lstrip(INDENT_CHARS))]
