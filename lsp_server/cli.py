@@ -17,9 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lexer.text import split_lines
+from lexer.version import NEWEST, OLDEST
 from quotient_parser.recognizer import Recognizer, SourceDecodeError, decode_source
 
 from . import __version__
+
+_TARGET_HELP = f"target Python version ({OLDEST} to {NEWEST})"
 
 
 def _first_dead_line(rec: Recognizer, text: str) -> int | None:
@@ -185,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
         "check", help="check whether files are valid Python for a target version"
     )
     check.add_argument("files", nargs="+", metavar="FILE")
-    check.add_argument("--target", default="3.13", help="target Python version (3.8 to 3.13)")
+    check.add_argument("--target", default=str(NEWEST), help=_TARGET_HELP)
     check.add_argument("--json", action="store_true", help="print JSON")
     check.set_defaults(func=_check)
 
@@ -213,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--ctx-size", type=int, default=4096)
     comp.add_argument("--threads", type=int, default=1)
     comp.add_argument("--gpu-layers", type=int, default=None, help="default: all if supported")
-    comp.add_argument("--target", default="3.13", help="target Python version (3.8 to 3.13)")
+    comp.add_argument("--target", default=str(NEWEST), help=_TARGET_HELP)
     comp.add_argument("--json", action="store_true", help="print one JSON object")
     comp.set_defaults(func=_complete)
     return parser

@@ -14,13 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from lexer.version import NEWEST, SUPPORTED
+
 __all__ = ["LineMode", "Settings"]
 
 LineMode = Literal["auto", "single", "multi"]
 
 _MODES = ("constrained", "unconstrained", "checked")
 _LINE_MODES = ("auto", "single", "multi")
-_TARGETS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
+_TARGETS = tuple(str(v) for v in SUPPORTED)
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class Settings:
     top_k: int = 50
     mode: str = "constrained"
     line_mode: LineMode = "auto"
-    python_version: str = "3.13"
+    python_version: str = str(NEWEST)
     #: Larger documents get no completions (building their quotient would take seconds).
     max_document_chars: int = 2_000_000
 
