@@ -62,12 +62,9 @@ from bench.grammar_coverage import (
     with_progress,
 )
 from bench.quotient_check import CUT_KINDS, Corpus, Cut, make_cuts
-from lsp_server.completion import Completion, DecodeOptions, Mode, build_prompt, generate
+from lsp_server.decoding import MODES, Completion, DecodeOptions, build_prompt, generate
 from lsp_server.model import FimModel, ModelError, open_model
 from quotient_parser.quotient import QuotientBuilder
-
-MODES: tuple[Mode, ...] = ("constrained", "unconstrained", "checked")
-
 
 # --------------------------------------------------------------------------- one cut
 
@@ -143,7 +140,7 @@ class CaseRunner:
         (milliseconds, prompt tokens)."""
         prompt, _ = build_prompt(self.model, left, right, options)
         t0 = time.perf_counter()
-        self.model.evaluate(prompt)
+        self.model.prefill(prompt)
         return (time.perf_counter() - t0) * 1e3, len(prompt)
 
     def _complete(self, left: str, right: str, options: DecodeOptions) -> Run:
@@ -453,7 +450,6 @@ class WorkerSpec:
     n_ctx: int
     n_threads: int
     n_gpu_layers: int | None
-    seed: int
     oracle: str
     cfg: Config
 
@@ -464,7 +460,7 @@ _worker_runner: CaseRunner | None = None
 def _worker_start(spec: WorkerSpec) -> None:
     global _worker_runner
     model = open_model(spec.model, n_ctx=spec.n_ctx, n_threads=spec.n_threads,
-                       n_gpu_layers=spec.n_gpu_layers, seed=spec.seed)  # fmt: skip
+                       n_gpu_layers=spec.n_gpu_layers)  # fmt: skip
     QuotientBuilder(spec.cfg.target)  # load the grammar outside the timings
     _worker_runner = CaseRunner(model, Oracle(spec.oracle), spec.cfg)
 
@@ -572,7 +568,7 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         return 2
     try:
         model = open_model(args.model, n_ctx=args.ctx_size, n_threads=args.threads,
-                           n_gpu_layers=args.gpu_layers, seed=args.seed)  # fmt: skip
+                           n_gpu_layers=args.gpu_layers)  # fmt: skip
     except ModelError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -602,7 +598,7 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         progress = not args.no_progress and sys.stderr.isatty()
         if args.jobs > 1:
             spec = WorkerSpec(args.model, args.ctx_size, args.threads, args.gpu_layers,
-                              args.seed, oracle.python, cfg)  # fmt: skip
+                              oracle.python, cfg)  # fmt: skip
             results = run_cuts_parallel(cuts, corpus, spec, args.jobs, progress=progress)
         else:
             results = run_cuts(cuts, corpus, CaseRunner(model, oracle, cfg), progress=progress)

@@ -83,12 +83,13 @@ def _cursor_offset(text: str, line: int, column: int) -> int:
 
 def _complete(args: argparse.Namespace) -> int:
     # Imported here: `fimlsp check` must not pay for loading llama.cpp.
-    from .completion import DecodeOptions, generate
+    from .decoding import DecodeOptions, generate
     from .model import ModelError, open_model
+    from .model.native import NATIVE_LOGGER
 
     # llama.cpp's errors are logged as warnings, which logging's last-resort handler would
     # print before the ModelError message that already carries them.
-    logging.getLogger("lsp_server.model.llm.llama_cpp").addHandler(logging.NullHandler())
+    logging.getLogger(NATIVE_LOGGER).addHandler(logging.NullHandler())
     path = Path(args.file)
     try:
         text = decode_source(path.read_bytes())
@@ -106,7 +107,6 @@ def _complete(args: argparse.Namespace) -> int:
             n_ctx=args.ctx_size,
             n_threads=args.threads,
             n_gpu_layers=args.gpu_layers,
-            seed=args.seed,
         )
     except ModelError as exc:
         print(f"fimlsp: error: {exc}", file=sys.stderr)

@@ -33,7 +33,7 @@ from lexer.text import LINE_END_RE, first_line, indentation, last_line
 from lexer.version import TargetVersion
 from quotient_parser.quotient import Quotient, QuotientBuilder
 
-from .completion import Completion, DecodeOptions, generate
+from .decoding import Completion, DecodeOptions, generate
 from .model import FimModel, ModelError, resolve_model
 from .settings import Settings
 
@@ -207,8 +207,7 @@ class Engine:
             return
         self.model, self._model_key = model, key
         self.on_progress(100, "ready")
-        fim = "FIM" if model.has_fim else "no FIM tokens: left context only"
-        self._set_state("ready", f"{path.name} ({fim}, {model.n_ctx} context)")
+        self._set_state("ready", model.describe())
 
     def _work(self) -> None:
         while True:

@@ -92,5 +92,5 @@ def tiny_session_model(tiny_model_path: Path) -> Iterator[FimModel]:
 @pytest.fixture
 def tiny_model(tiny_session_model: FimModel) -> FimModel:
     """The shared tiny model with an empty KV cache."""
-    tiny_session_model.reset()
+    tiny_session_model.cache.reset()
     return tiny_session_model
