@@ -62,8 +62,9 @@ from bench.grammar_coverage import (
     with_progress,
 )
 from bench.quotient_check import CUT_KINDS, Corpus, Cut, make_cuts
-from lsp_server.decoding import MODES, Completion, DecodeOptions, build_prompt, generate
+from lsp_server.decoding import Completion, DecodeOptions, build_prompt, generate
 from lsp_server.model import FimModel, ModelError, open_model
+from lsp_server.modes import MODES
 from quotient_parser.quotient import QuotientBuilder
 
 # --------------------------------------------------------------------------- one cut

@@ -21,6 +21,7 @@ from lexer.version import NEWEST, OLDEST
 from quotient_parser.recognizer import Recognizer, SourceDecodeError, decode_source
 
 from . import __version__
+from .modes import MODES
 
 _TARGET_HELP = f"target Python version ({OLDEST} to {NEWEST})"
 
@@ -203,9 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="GGUF path, hf://owner/repo/file.gguf, or 'default' (the embedded default model)",
     )
-    comp.add_argument(
-        "--mode", choices=["constrained", "unconstrained", "checked"], default="constrained"
-    )
+    comp.add_argument("--mode", choices=MODES, default="constrained")
     comp.add_argument("--max-tokens", type=int, default=64)
     comp.add_argument("--top-k", type=int, default=50)
     comp.add_argument("--temperature", type=float, default=0.0)

@@ -379,7 +379,7 @@ class Engine:
         assert self.model is not None
         remaining = settings.deadline_ms / 1e3 - (time.perf_counter() - request.received)
         options = DecodeOptions(
-            mode=settings.mode,  # type: ignore[arg-type]
+            mode=settings.mode,
             max_tokens=settings.max_tokens,
             top_k=settings.top_k,
             single_line=single,

@@ -12,16 +12,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from lexer.version import NEWEST, SUPPORTED
 
-__all__ = ["LineMode", "Settings"]
+from .modes import LINE_MODES, MODES, LineMode, Mode
 
-LineMode = Literal["auto", "single", "multi"]
+__all__ = ["Settings"]
 
-_MODES = ("constrained", "unconstrained", "checked")
-_LINE_MODES = ("auto", "single", "multi")
 _TARGETS = tuple(str(v) for v in SUPPORTED)
 
 
@@ -41,7 +39,7 @@ class Settings:
     max_tokens: int = 64
     deadline_ms: int = 3000
     top_k: int = 50
-    mode: str = "constrained"
+    mode: Mode = "constrained"
     line_mode: LineMode = "auto"
     python_version: str = str(NEWEST)
     #: Larger documents get no completions (building their quotient would take seconds).
@@ -126,9 +124,9 @@ def _check(name: str, value: object) -> object:
     if name == "python_version":
         return _choice(str(value), _TARGETS)
     if name == "mode":
-        return _choice(value, _MODES)
+        return _choice(value, MODES)
     if name == "line_mode":
-        return _choice(value, _LINE_MODES)
+        return _choice(value, LINE_MODES)
     limits = {
         "context_size": (256, 1 << 20),
         "threads": (1, 512),

@@ -30,10 +30,11 @@ from model_fixtures import (  # noqa: F401  (fixtures are used by name)
 
 from bench.grammar_coverage import Oracle, discover, stdlib_root
 from bench.quotient_check import Corpus, make_cuts
-from lsp_server.decoding import Completion, DecodeOptions, Mode, generate
+from lsp_server.decoding import Completion, DecodeOptions, generate
 from lsp_server.decoding.text import split_utf8
 from lsp_server.model import Backend, FimModel, LogitsRanking
 from lsp_server.model.context import FloatArray, Interrupt
+from lsp_server.modes import Mode
 from quotient_parser.quotient import Quotient
 
 Accepts = Callable[[str | bytes], bool]

@@ -24,7 +24,7 @@ The loop talks to the model only through the backend interface of
 :mod:`lsp_server.model.backend` (rankings in, chosen tokens out), so it runs the
 same against llama.cpp in process or a server.  The pieces:
 
-* :mod:`.options`: the request's settings and the modes;
+* :mod:`.options`: the request's settings (the modes are :mod:`lsp_server.modes`');
 * :mod:`.text`: token bytes to middle text (whole characters, token healing);
 * :mod:`.ranking`: the order candidates are tried in (greedy or sampled);
 * :mod:`.stopping`: when to stop and the best stopping point;
@@ -34,15 +34,7 @@ same against llama.cpp in process or a server.  The pieces:
 """
 
 from .loop import build_prompt, generate
-from .options import MODES, DecodeOptions, Mode
+from .options import DecodeOptions
 from .result import Completion, DecodeTimes
 
-__all__ = [
-    "MODES",
-    "Completion",
-    "DecodeOptions",
-    "DecodeTimes",
-    "Mode",
-    "build_prompt",
-    "generate",
-]
+__all__ = ["Completion", "DecodeOptions", "DecodeTimes", "build_prompt", "generate"]

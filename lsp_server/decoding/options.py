@@ -1,17 +1,12 @@
-"""The settings of one completion request, and the decoding modes."""
+"""The settings of one completion request."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
 
-__all__ = ["MODES", "DecodeOptions", "Mode"]
+from lsp_server.modes import Mode
 
-#: ``constrained``: the syntax-checked loop (the default); ``unconstrained``: the model's
-#: own choice at every step; ``checked``: unconstrained, then the longest prefix of its
-#: output with which ``ast.parse`` accepts the file.
-Mode = Literal["constrained", "unconstrained", "checked"]
-MODES: tuple[Mode, ...] = get_args(Mode)
+__all__ = ["DecodeOptions"]
 
 
 @dataclass(frozen=True)
