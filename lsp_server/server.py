@@ -40,7 +40,8 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from . import __version__
 from .documents import Document, PositionError
-from .engine import Answer, Engine, Request
+from .engine import Engine
+from .request import Answer, Request
 from .settings import Settings
 
 __all__ = ["SERVER_STATUS_REQUEST", "STATUS_NOTIFICATION", "FimLanguageServer", "create_server"]

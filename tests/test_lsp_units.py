@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lsp_server.documents import Document, PositionError
-from lsp_server.engine import _document_line_ends, opens_block
+from lsp_server.lines import document_line_ends, opens_block
 from lsp_server.settings import Settings
 from quotient_parser.quotient import Quotient
 
@@ -100,7 +100,7 @@ def test_model_spec_from_repo_and_file() -> None:
     ],
 )
 def test_opens_block(left: str, right: str, expected: bool) -> None:
-    assert opens_block(Quotient(left, right), left, right) is expected
+    assert opens_block(Quotient(left, right)) is expected
 
 
 @pytest.mark.parametrize(
@@ -116,4 +116,4 @@ def test_middles_take_the_document_line_ends(
 ) -> None:
     quotient = Quotient(left, right)
     assert quotient.initial.feed(middle).complete
-    assert _document_line_ends(middle, quotient, left + right) == expected
+    assert document_line_ends(middle, quotient, left + right) == expected
