@@ -18,7 +18,7 @@ from lexer.version import NEWEST, SUPPORTED
 
 from .modes import LINE_MODES, MODES, LineMode, Mode
 
-__all__ = ["Settings"]
+__all__ = ["Settings", "SettingsLayers"]
 
 _TARGETS = tuple(str(v) for v in SUPPORTED)
 
@@ -78,6 +78,28 @@ class Settings:
             except (TypeError, ValueError) as exc:
                 problems.append(f"setting {key!r}: {exc}")
         return dataclasses.replace(self, **changes), problems
+
+
+@dataclass
+class SettingsLayers:
+    """Where the settings come from; later layers win.
+
+    ``initial``: ``initializationOptions``; ``pulled``: the client's answer to
+    ``workspace/configuration`` (section ``fimlsp``); ``pushed``: the last settings sent
+    with ``workspace/didChangeConfiguration``.  Each is editor JSON (or None).
+    """
+
+    initial: object = None
+    pulled: object = None
+    pushed: object = None
+
+    def resolve(self) -> tuple[Settings, list[str]]:
+        """The settings, and the problems found on the way (bad values are ignored)."""
+        settings, problems = Settings(), []
+        for layer in (self.initial, self.pulled, self.pushed):
+            settings, found = settings.merged(layer)
+            problems += found
+        return settings, problems
 
 
 _FIELDS = {f.name for f in dataclasses.fields(Settings)}

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from lsprotocol import types
 
+from lsp_server.completion_item import completion_item
 from lsp_server.documents import Document, PositionError
 from lsp_server.lines import document_line_ends, opens_block
+from lsp_server.request import Request
 from lsp_server.settings import Settings
 from quotient_parser.quotient import Quotient
 
@@ -117,3 +120,31 @@ def test_middles_take_the_document_line_ends(
     quotient = Quotient(left, right)
     assert quotient.initial.feed(middle).complete
     assert document_line_ends(middle, quotient, left + right) == expected
+
+
+# ----------------------------------------------------------------------------- completion items
+
+
+@pytest.mark.parametrize(
+    ("middle", "label", "detail"),
+    [
+        ("(values)\n", "sum(values)", "fimlsp: 2 lines, 3 tokens"),
+        ("values)", "sumvalues)", "fimlsp: 1 line, 3 tokens"),
+        ("\r\n    x = 1\r\n", "sumx = 1", "fimlsp: 3 lines, 3 tokens"),
+        ("a\rb", "suma", "fimlsp: 2 lines, 3 tokens"),  # a lone \r ends a line too
+        ("y" * 80, "sum" + "y" * 57 + "...", "fimlsp: 1 line, 3 tokens"),
+    ],
+)
+def test_completion_item_replaces_the_word_before_the_cursor(
+    middle: str, label: str, detail: str
+) -> None:
+    text = "total = sum\nprint(total)\n"
+    offset = text.index("sum") + 3
+    request = Request("file:///x.py", text, offset, Settings())
+    item = completion_item(request, middle, 3, "utf-16")
+    assert (item.label, item.detail) == (label, detail)
+    assert isinstance(item.text_edit, types.TextEdit)
+    assert item.text_edit.new_text == "sum" + middle
+    edit_range = item.text_edit.range
+    assert (edit_range.start.line, edit_range.start.character) == (0, 8)
+    assert (edit_range.end.line, edit_range.end.character) == (0, 11)
