@@ -45,14 +45,11 @@ from .progress import LoadProgress
 from .protocol import FimProtocol
 from .request import Answer, Request
 from .settings import Settings, SettingsLayers
-from .status import EngineState
+from .status import SERVER_STATUS_REQUEST, STATUS_NOTIFICATION, EngineState
 
-__all__ = ["SERVER_STATUS_REQUEST", "STATUS_NOTIFICATION", "FimLanguageServer", "create_server"]
+__all__ = ["FimLanguageServer", "create_server"]
 
 log = logging.getLogger(__name__)
-
-STATUS_NOTIFICATION = "fimlsp/status"
-SERVER_STATUS_REQUEST = "fimlsp/serverStatus"
 
 
 class InFlight:

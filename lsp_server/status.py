@@ -22,7 +22,18 @@ import time
 from dataclasses import dataclass, field
 from enum import Enum
 
-__all__ = ["EngineState", "RequestTimes", "StopReason"]
+__all__ = [
+    "SERVER_STATUS_REQUEST",
+    "STATUS_NOTIFICATION",
+    "EngineState",
+    "RequestTimes",
+    "StopReason",
+]
+
+#: The notification the server sends after each completion and each state change.
+STATUS_NOTIFICATION = "fimlsp/status"
+#: The request that returns what the server holds (documents, requests, memory).
+SERVER_STATUS_REQUEST = "fimlsp/serverStatus"
 
 
 class _Named(str, Enum):

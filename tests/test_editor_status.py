@@ -1,4 +1,4 @@
-"""The editors list the server's states, stop reasons and modes exactly as the server has them.
+"""The editors name the server's states, stop reasons, modes and status methods as it does.
 
 The lists are read from the editors' sources (TypeScript and Lua, parsed here with
 regular expressions, no Node or Neovim needed) and compared with
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.modes import LINE_MODES, MODES
-from lsp_server.status import EngineState, StopReason
+from lsp_server.status import SERVER_STATUS_REQUEST, STATUS_NOTIFICATION, EngineState, StopReason
 
 EDITORS = Path(__file__).resolve().parent.parent / "editors"
 VSCODE_STATUS = EDITORS / "vscode" / "src" / "status.ts"
@@ -29,6 +29,20 @@ _STRING = re.compile(r"""'([^']*)'|"([^"]*)\"""")
 def _strings(body: str) -> list[str]:
     """The quoted strings of a list's body, in order."""
     return [single or double for single, double in _STRING.findall(body)]
+
+
+def ts_string(path: Path, name: str) -> str:
+    """``export const NAME = '...';`` in a TypeScript file."""
+    match = re.search(rf"export const {name} = '([^']*)';", path.read_text())
+    assert match, f"{name} not found in {path}"
+    return match.group(1)
+
+
+def lua_string(path: Path, name: str) -> str:
+    """``M.NAME = "..."`` in a Lua file."""
+    match = re.search(rf'^M\.{name} = "([^"]*)"', path.read_text(), re.M)
+    assert match, f"M.{name} not found in {path}"
+    return match.group(1)
 
 
 def ts_const(path: Path, name: str) -> list[str]:
@@ -73,6 +87,13 @@ MIRRORS = {
 def test_editor_lists_mirror_the_server(mirror: str) -> None:
     read, path, name, expected = MIRRORS[mirror]
     assert read(path, name) == expected
+
+
+def test_editors_name_the_status_methods_as_the_server() -> None:
+    assert ts_string(VSCODE_STATUS, "STATUS_NOTIFICATION") == STATUS_NOTIFICATION
+    assert ts_string(VSCODE_STATUS, "SERVER_STATUS_REQUEST") == SERVER_STATUS_REQUEST
+    assert lua_string(NVIM_STATUS, "NOTIFICATION") == STATUS_NOTIFICATION
+    assert lua_string(NVIM_STATUS, "SERVER_STATUS") == SERVER_STATUS_REQUEST
 
 
 def test_vscode_settings_offer_the_server_modes() -> None:

