@@ -95,9 +95,9 @@ class Run:
             complete=c.complete,
             tokens=c.tokens,
             healed=c.healed,
-            total_ms=c.timings.get("total_ms", 0.0),
-            generate_ms=c.timings.get("generate_ms", 0.0),
-            quotient_ms=c.timings.get("quotient_ms"),
+            total_ms=c.timings.total_ms,
+            generate_ms=c.timings.generate_ms or 0.0,
+            quotient_ms=c.timings.quotient_ms,
             parser_us=list(c.parser_us),
         )
 

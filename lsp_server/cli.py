@@ -130,7 +130,7 @@ def _complete(args: argparse.Namespace) -> int:
     if not result.middle.endswith("\n"):
         sys.stdout.write("\n")
     sys.stdout.flush()
-    total_ms = result.timings.get("total_ms", 0.0)
+    total_ms = result.timings.total_ms
     print(f"-- {result.stop_reason}, complete={result.complete}, {result.tokens} tokens, "
           f"{total_ms:.0f} ms", file=sys.stderr)  # fmt: skip
     return 0

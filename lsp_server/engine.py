@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from .model import Backend, FimModel, ModelError, resolve_model
+from .model import Backend, FimModel, ModelError, describe_spec, resolve_model
 from .planner import Planner
 from .request import Answer, Request
 from .settings import Settings
@@ -82,7 +82,7 @@ class Engine:
                 else:
                     return False
             self._wanted_key = key
-        self._set_state(EngineState.LOADING, f"loading model {_describe(settings.model_spec)}")
+        self._set_state(EngineState.LOADING, f"loading model {describe_spec(settings.model_spec)}")
         self._jobs.put(lambda: self._load(settings, key))
         return True
 
@@ -228,9 +228,3 @@ class Engine:
         with self._lock:
             if self._latest.get(request.uri) is request:
                 del self._latest[request.uri]
-
-
-def _describe(spec: object) -> str:
-    if isinstance(spec, tuple):
-        return f"{spec[0]}/{spec[1]}"
-    return "the embedded default" if spec in ("", "default") else str(spec)

@@ -54,7 +54,7 @@ class Planner:
     called from other threads."""
 
     def __init__(self) -> None:
-        self._builders: OrderedDict[tuple[str, str], QuotientBuilder] = OrderedDict()
+        self._builders: OrderedDict[tuple[str, TargetVersion], QuotientBuilder] = OrderedDict()
         self._shown: dict[str, _Shown] = {}
         self._lock = threading.Lock()
 
@@ -130,12 +130,12 @@ class Planner:
     def _quotient(self, request: Request) -> Quotient:
         """The quotient for the request, from the document's builder (kept for the next
         keystroke)."""
-        version = request.settings.python_version
-        key = (request.uri, version)
+        target = request.settings.target
+        key = (request.uri, target)
         with self._lock:
             builder = self._builders.get(key)
             if builder is None:
-                builder = self._builders[key] = QuotientBuilder(TargetVersion.parse(version))
+                builder = self._builders[key] = QuotientBuilder(target)
                 while len(self._builders) > BUILDERS_KEPT:
                     self._builders.popitem(last=False)
             else:
@@ -192,7 +192,7 @@ def _generate(request: Request, model: Backend, quotient: Quotient, single: bool
         quotient.right,
         options,
         quotient=quotient if settings.mode == "constrained" else None,
-        target=settings.python_version,
+        target=settings.target,
         cancel=request.cancel.is_set,
     )
     times = result.times
@@ -229,8 +229,8 @@ def _result_figures(result: Completion, single: bool) -> dict[str, Any]:
         "complete": result.complete,
         "lineMode": "single" if single else "multi",
         "tokens": result.tokens,
-        "tokensPerSecond": round(t.get("tokens_per_s", 0.0), 1),
-        "parserUsPerToken": round(t.get("parser_us_per_token_median", 0.0), 1),
+        "tokensPerSecond": round(t.tokens_per_s or 0.0, 1),
+        "parserUsPerToken": round(t.parser_us_per_token_median or 0.0, 1),
     }
 
 

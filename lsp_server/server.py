@@ -39,7 +39,7 @@ from pygls.lsp.server import LanguageServer
 
 from . import __version__
 from .completion_item import completion_item
-from .documents import Document, PositionError
+from .documents import Document, PositionEncoding, PositionError, position_encoding
 from .engine import Engine
 from .progress import LoadProgress
 from .protocol import FimProtocol
@@ -116,12 +116,11 @@ class FimLanguageServer(LanguageServer):
         await asyncio.to_thread(self.engine.shutdown, 2.0)
 
     @property
-    def position_encoding(self) -> str:
+    def position_encoding(self) -> PositionEncoding:
+        """The column encoding negotiated in ``initialize``."""
         caps = self.protocol.server_capabilities
         encoding = getattr(caps, "position_encoding", None) if caps is not None else None
-        if encoding is None:
-            return "utf-16"
-        return str(getattr(encoding, "value", encoding))
+        return position_encoding(getattr(encoding, "value", encoding))
 
     def _threadsafe(self, call: Callable[[], None]) -> None:
         """Run ``call`` on the server's event loop (the model worker is another thread)."""

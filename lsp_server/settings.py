@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lexer.version import NEWEST, SUPPORTED
+from lexer.version import NEWEST, SUPPORTED, TargetVersion
 
 from .modes import LINE_MODES, MODES, LineMode, Mode
 
@@ -44,6 +44,11 @@ class Settings:
     python_version: str = str(NEWEST)
     #: Larger documents get no completions (building their quotient would take seconds).
     max_document_chars: int = 2_000_000
+
+    @property
+    def target(self) -> TargetVersion:
+        """``python_version`` as the parser takes it (the setting is spelled "3.13")."""
+        return TargetVersion.parse(self.python_version)
 
     @property
     def model_spec(self) -> str | tuple[str, str]:

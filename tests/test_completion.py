@@ -332,11 +332,11 @@ def test_timings_and_parser_samples(outcomes: list[Outcome]) -> None:
     for o in outcomes:
         c = o.constrained
         for key in ("quotient_ms", "prompt_ms", "prompt_tokens", "generate_ms", "total_ms"):
-            assert key in c.timings
+            assert key in c.timings.as_dict()
         # one parser sample per decoding step (the last one may end generation)
         assert c.tokens <= len(c.parser_us) <= c.tokens + 1
         assert all(us >= 0 for us in c.parser_us)
-        assert "quotient_ms" not in o.unconstrained.timings
+        assert o.unconstrained.timings.quotient_ms is None
         assert not o.unconstrained.parser_us
 
 
@@ -389,7 +389,7 @@ def test_token_healing(
     assert r.middle.startswith("nt")  # "return print...", not "return pri print..."
     # the middle is judged after the whole left context, healed word included
     if mode == "constrained":
-        assert "quotient_ms" not in r.timings  # the quotient passed in was used
+        assert r.timings.quotient_ms is None  # the quotient passed in was used
         assert q.initial.feed(r.middle).complete is r.complete
     if r.complete:
         assert ast_accepts(HEAL_LEFT + r.middle + HEAL_RIGHT)
@@ -642,7 +642,7 @@ def test_no_fim_with_nothing_before_the_cursor(
         nofim_model.cache.reset()
         options = DecodeOptions(mode=mode, max_tokens=4)
         r = generate(nofim_model, left, right, options, target=target)
-        assert r.timings["prompt_tokens"] >= 1
+        assert r.timings.prompt_tokens >= 1
         if r.complete:
             assert ast_accepts(left + r.middle + right)
 
@@ -653,8 +653,8 @@ def test_deadline_during_the_prompt(tiny_model: FimModel, target: tuple[int, int
     left, right = "x = 1\n" * 300 + "y = (", ")\n"
     r = generate(tiny_model, left, right, DecodeOptions(deadline_s=0.0), target=target)
     assert (r.middle, r.stop_reason, r.tokens, r.complete) == ("", "deadline", 0, False)
-    assert r.timings["prompt_tokens"] > len(tiny_model.cache.cached_tokens)
+    assert r.timings.prompt_tokens > len(tiny_model.cache.cached_tokens)
     before = tiny_model.cache.n_decoded
     again = generate(tiny_model, left, right, DecodeOptions(max_tokens=4), target=target)
     assert again.stop_reason != "deadline"
-    assert tiny_model.cache.n_decoded - before <= again.timings["prompt_tokens"] + again.tokens
+    assert tiny_model.cache.n_decoded - before <= again.timings.prompt_tokens + again.tokens

@@ -6,7 +6,7 @@ import pytest
 from lsprotocol import types
 
 from lsp_server.completion_item import completion_item
-from lsp_server.documents import Document, PositionError
+from lsp_server.documents import Document, PositionEncoding, PositionError, position_encoding
 from lsp_server.lines import document_line_ends, opens_block
 from lsp_server.request import Request
 from lsp_server.settings import Settings
@@ -36,9 +36,16 @@ def test_lines_end_only_at_protocol_line_ends() -> None:
         ("utf-16", 99, 5),  # past the end of the line: the end of the line
     ],
 )
-def test_columns_in_code_units(encoding: str, column: int, expected: int) -> None:
+def test_columns_in_code_units(encoding: PositionEncoding, column: int, expected: int) -> None:
     doc = Document("u", "xé🐍yz\nnext")
     assert doc.offset_at(0, column, encoding) == expected
+
+
+def test_negotiated_encoding_names() -> None:
+    assert [position_encoding(n) for n in ("utf-8", "utf-32", "utf-16")] == [
+        "utf-8", "utf-32", "utf-16"
+    ]  # fmt: skip
+    assert position_encoding(None) == position_encoding("latin-1") == "utf-16"
 
 
 def test_position_round_trip() -> None:

@@ -35,6 +35,13 @@ same against llama.cpp in process or a server.  The pieces:
 
 from .loop import build_prompt, generate
 from .options import DecodeOptions
-from .result import Completion, DecodeTimes
+from .result import Completion, DecodeTimes, Timings
 
-__all__ = ["Completion", "DecodeOptions", "DecodeTimes", "build_prompt", "generate"]
+__all__ = [
+    "Completion",
+    "DecodeOptions",
+    "DecodeTimes",
+    "Timings",
+    "build_prompt",
+    "generate",
+]

