@@ -11,7 +11,7 @@ picked uniformly; PATHS default to the running interpreter's standard library): 
 middle of each cut is thrown away and the model fills it in three ways, with the same
 model and settings (greedy unless ``--temperature`` is given):
 
-``constrained``    the syntax-checked decoding loop of ``lsp_server.completion``;
+``constrained``    the syntax-checked decoding loop of ``lsp_server.decoding``;
 ``unconstrained``  the model's own tokens, no checks;
 ``checked``        unconstrained, then cut back to the longest prefix with which the
                    file parses (``ast.parse`` of this interpreter).
