@@ -58,42 +58,55 @@ def check_generation(backend: Backend, prompt: Sequence[int], steps: int = 4) ->
     return taken
 
 
-class TopN:
-    """A backend that passes on only the top ``n`` of each ranking (what a server sends)."""
+class BackendWrapper:
+    """A backend that passes everything on to ``inner``; subclasses change a part."""
 
-    def __init__(self, backend: Backend, n: int) -> None:
-        self.backend = backend
-        self.n = n
-        self.rankings = 0
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
 
     @property
     def vocab_bytes(self) -> Sequence[bytes]:
-        return self.backend.vocab_bytes
+        return self.inner.vocab_bytes
 
     @property
     def has_fim(self) -> bool:
-        return self.backend.has_fim
+        return self.inner.has_fim
 
     def eog(self, token: int) -> bool:
-        return self.backend.eog(token)
+        return self.inner.eog(token)
 
     def tokenize(self, text: str) -> list[int]:
-        return self.backend.tokenize(text)
+        return self.inner.tokenize(text)
 
     def build_fim_prompt(self, prefix: str, suffix: str, max_new_tokens: int = 128) -> list[int]:
-        return self.backend.build_fim_prompt(prefix, suffix, max_new_tokens)
+        return self.inner.build_fim_prompt(prefix, suffix, max_new_tokens)
 
     def prefill(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> None:
-        self.backend.prefill(prompt, interrupt)
+        self.inner.prefill(prompt, interrupt)
 
-    def start(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> TopNGeneration:
-        return TopNGeneration(self, self.backend.start(prompt, interrupt))
+    def start(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> Generation:
+        return self.inner.start(prompt, interrupt)
 
     def describe(self) -> str:
-        return f"top {self.n} of {self.backend.describe()}"
+        return self.inner.describe()
 
     def close(self) -> None:
-        self.backend.close()
+        """The wrapped backend belongs to the caller."""
+
+
+class TopN(BackendWrapper):
+    """A backend that passes on only the top ``n`` of each ranking (what a server sends)."""
+
+    def __init__(self, inner: Backend, n: int) -> None:
+        super().__init__(inner)
+        self.n = n
+        self.rankings = 0
+
+    def start(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> TopNGeneration:
+        return TopNGeneration(self, self.inner.start(prompt, interrupt))
+
+    def describe(self) -> str:
+        return f"top {self.n} of {self.inner.describe()}"
 
 
 class TopNGeneration:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from backend_contract import BackendWrapper
 from model_fixtures import (  # noqa: F401  (fixtures are used by name)
     TinyFactory,
     model_cache,
@@ -50,7 +51,7 @@ BOTH: tuple[Mode, Mode] = ("constrained", "unconstrained")
 # ---------------------------------------------------------------- helpers
 
 
-class Steered:
+class Steered(BackendWrapper):
     """A backend that wraps the tiny model, records what the decoder asks and nudges the
     logits.
 
@@ -67,6 +68,7 @@ class Steered:
         eog_bias: float = 0.0,
         mute_empty: bool = False,
     ) -> None:
+        super().__init__(model)
         self.model = model
         self.script = list(script)
         self.eog_bias = eog_bias
@@ -75,38 +77,15 @@ class Steered:
         self.prompt_texts: list[tuple[str, str]] = []
         self.appended: list[int] = []
 
-    @property
-    def vocab_bytes(self) -> list[bytes]:
-        return self.model.vocab_bytes
-
-    @property
-    def has_fim(self) -> bool:
-        return self.model.has_fim
-
-    def eog(self, token: int) -> bool:
-        return self.model.eog(token)
-
-    def tokenize(self, text: str) -> list[int]:
-        return self.model.tokenize(text)
-
     def build_fim_prompt(self, prefix: str, suffix: str, max_new_tokens: int = 128) -> list[int]:
         self.prompt_texts.append((prefix, suffix))
         prompt = self.model.build_fim_prompt(prefix, suffix, max_new_tokens)
         self.prompts.append(prompt)
         return prompt
 
-    def prefill(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> None:
-        self.model.prefill(prompt, interrupt)
-
     def start(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> SteeredGeneration:
         self.appended = []
         return SteeredGeneration(self, self.model.cache.evaluate(prompt, interrupt))
-
-    def describe(self) -> str:
-        return "steered " + self.model.describe()
-
-    def close(self) -> None:
-        """The wrapped model belongs to the caller."""
 
     def steer(self, logits: FloatArray) -> LogitsRanking:
         out: FloatArray = logits.copy()
