@@ -3,7 +3,8 @@
 Built on pygls, in the shape of its example servers: the state lives in a
 :class:`FimLanguageServer` subclass, each handler is a plainly decorated function
 that calls one of its methods, and blocking work runs off the event loop (the model
-on the worker thread of :mod:`lsp_server.engine`).  What it adds to pygls' defaults:
+on the worker thread of :mod:`lsp_server.engine`; only ``shutdown`` waits for it).
+What it adds to pygls' defaults:
 
 * Documents are kept by :mod:`lsp_server.documents` and completion requests are
   captured when they arrive (:mod:`lsp_server.protocol` says why).
@@ -111,9 +112,11 @@ class FimLanguageServer(LanguageServer):
         self._loop = asyncio.get_running_loop()
         self.layers.initial = params.initialization_options
 
-    async def end_session(self) -> None:
-        """``shutdown``: stop the worker (joining it off the event loop)."""
-        await asyncio.to_thread(self.engine.shutdown, 2.0)
+    def end_session(self) -> None:
+        """``shutdown``: cancel everything and stop the worker.  This joins the worker on
+        the event loop (for at most 2 s) on purpose: the reply must be written before an
+        ``exit`` that follows at once is handled."""
+        self.engine.shutdown(timeout=2.0)
 
     @property
     def position_encoding(self) -> PositionEncoding:
@@ -339,8 +342,8 @@ async def initialized(ls: FimLanguageServer, params: types.InitializedParams) ->
 
 
 @feature(types.SHUTDOWN)
-async def shutdown(ls: FimLanguageServer, params: Any) -> None:
-    await ls.end_session()
+def shutdown(ls: FimLanguageServer, params: Any) -> None:
+    ls.end_session()
 
 
 @feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
