@@ -132,7 +132,9 @@ class FimModel:
             align_lines=align_lines,
         )
         self._stop_ids = stop_tokens(self.fim_tokens)
-        self._eog_ids: list[int] | None = None
+        #: Every id that ends generation: rankings sum their probability.  Found at load
+        #: (a scan of the vocabulary), so that no request pays for it.
+        self.eog_ids = [t for t in range(self.vocab.n_vocab) if self.eog(t)]
 
     # ------------------------------------------------------------ lifecycle
 
@@ -181,14 +183,6 @@ class FimModel:
         """Whether generation should stop at ``token``: llama.cpp's end-of-generation set
         plus EOS/EOT and the FIM markers, which a FIM model emits only when it is done."""
         return token in self._stop_ids or self.vocab.native_eog(token)
-
-    @property
-    def eog_ids(self) -> list[int]:
-        """Every id that ends generation (computed once: rankings sum their probability)."""
-        if self._eog_ids is None:
-            n_vocab = self.vocab.n_vocab
-            self._eog_ids = [t for t in range(n_vocab) if self.eog(t)]
-        return self._eog_ids
 
     # ------------------------------------------------------------ prompts
 
