@@ -3,14 +3,15 @@
 Usage::
 
     python -m bench.token_index [--families starcoder2 qwen2.5-coder gemma] [--n N]
-        [--seed S] [--json]
+        [--seed S] [--repeat R] [--json]
 
 For each family's tiny test model (49,152, 151,936 and 262,144 tokens by default), with
 the token bytes as llama.cpp renders them:
 
 ``build``      building ``lsp_server.model.token_index.TokenIndex`` (sorting the token
                bytes), loading it from the disk cache, and building the alternative, a
-               trie in flat numpy arrays (``FlatTrie`` below), from the same sort;
+               trie in flat arrays (``FlatTrie`` below), from the same sort (``--repeat``
+               times each);
 ``queries``    per query, microseconds for the index and for the trie: ``owing`` (token
                healing: the tokens that start with the owed bytes or are a piece of them;
                the owed bytes are ``--n`` random word-pieces of the vocabulary, what
@@ -55,8 +56,9 @@ NON_ASCII = "é€🐍日本語ü—“”✓ñ中文한국어Ωλ∑→"
 
 
 class FlatTrie:
-    """A trie over the token bytes in flat arrays, nodes numbered in preorder (which is
-    the byte order, so a node's subtree holds a contiguous run of the sorted tokens).
+    """A trie over the token bytes in flat arrays (lists where Python reads them one item
+    at a time), nodes numbered in preorder, which is byte order: a node's subtree holds a
+    contiguous run of the sorted tokens.
 
     Children of a node are a CSR list (``child_start``, ``child_byte``, ``child_node``);
     ``token_lo``/``token_hi`` give a node's run of sorted tokens (its subtree) and
@@ -152,17 +154,19 @@ def _held_bytes() -> list[bytes]:
     return out
 
 
-def bench_family(family: str, n: int, seed: int) -> dict[str, Any]:
+def bench_family(family: str, n: int, seed: int, repeat: int) -> dict[str, Any]:
     path = tiny_model_cached(family=family, n_layer=1, n_embd=16)
     model = FimModel(path, n_ctx=256)
     vocab = model.vocab_bytes
     rng = random.Random(seed)
 
-    index, build_us = _timed(lambda: TokenIndex(vocab))
+    builds = [_timed(partial(TokenIndex, vocab)) for _ in range(repeat)]
+    index = builds[0][0]
     TokenIndex.cached(vocab)
-    _, cached_us = _timed(lambda: TokenIndex.cached(vocab))
+    cached_us = [_timed(partial(TokenIndex.cached, vocab))[1] for _ in range(repeat)]
     sorted_bytes = [vocab[i] for i in index._ids.tolist()]
-    trie, trie_us = _timed(lambda: FlatTrie(sorted_bytes, index._ids))
+    tries = [_timed(partial(FlatTrie, sorted_bytes, index._ids)) for _ in range(repeat)]
+    trie = tries[0][0]
 
     owed = _word_pieces(vocab, n, rng)
     held = _held_bytes()
@@ -206,11 +210,11 @@ def bench_family(family: str, n: int, seed: int) -> dict[str, Any]:
         "family": family,
         "vocab_size": len(vocab),
         "build_ms": {
-            "index": round(build_us / 1e3, 2),
-            "index_from_cache": round(cached_us / 1e3, 2),
-            "trie": round(trie_us / 1e3, 2),
-            "trie_nodes": len(trie.token_lo),
+            "index": _stats([us / 1e3 for _, us in builds]),
+            "index_from_cache": _stats([us / 1e3 for us in cached_us]),
+            "trie": _stats([us / 1e3 for _, us in tries]),
         },
+        "trie_nodes": len(trie.token_lo),
         "owing_us": {"index": _stats(index_owing), "trie": _stats(trie_owing)},
         "owing_matches": _stats(matches),
         "continuing_us": {"index": _stats(index_cont)},
@@ -228,12 +232,13 @@ def _print(results: Sequence[dict[str, Any]], out: IO[str]) -> None:
     def cell(stats: dict[str, float | None]) -> str:
         return f"{stats['median']:.1f} / {stats['p90']:.1f}"
 
-    out.write("microseconds, median / p90 (build: milliseconds)\n")
+    out.write("median / p90: microseconds (build: milliseconds)\n")
     for r in results:
         b, s = r["build_ms"], r["step_us"]
         out.write(f"\n{r['family']}: {r['vocab_size']} tokens\n")
-        out.write(f"  build: index {b['index']} ms, from cache {b['index_from_cache']} ms, "
-                  f"trie {b['trie']} ms ({b['trie_nodes']} nodes)\n")  # fmt: skip
+        out.write(f"  build (ms): index {cell(b['index'])}, from cache "
+                  f"{cell(b['index_from_cache'])}, trie {cell(b['trie'])} "
+                  f"({r['trie_nodes']} nodes)\n")  # fmt: skip
         out.write(f"  owing (healing):     index {cell(r['owing_us']['index'])}, "
                   f"trie {cell(r['owing_us']['trie'])}; "
                   f"matches {cell(r['owing_matches'])}\n")  # fmt: skip
@@ -251,10 +256,11 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     p.add_argument("--families", nargs="+", default=list(DEFAULT_FAMILIES))
     p.add_argument("--n", type=int, default=400, help="healing queries per family")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeat", type=int, default=5, help="builds timed per family")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     out = out or sys.stdout
-    results = [bench_family(f, args.n, args.seed) for f in args.families]
+    results = [bench_family(f, args.n, args.seed, args.repeat) for f in args.families]
     if args.json:
         json.dump({"families": results}, out, indent=2)
         out.write("\n")

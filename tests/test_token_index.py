@@ -12,6 +12,8 @@ up to 262,144 tokens).
 
 from __future__ import annotations
 
+import io
+import json
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,6 +30,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from model_fixtures import model_cache  # noqa: F401
 
+from bench.token_index import main as bench_main
 from lsp_server.completion import _Utf8Buffer
 from lsp_server.model.token_index import TokenIndex
 
@@ -163,3 +166,15 @@ def test_real_vocabularies(family_model: Get, name: str) -> None:
     for held in helds:
         assert _ids(index.continuing(held)) == brute_continuing(vocab, held, led), held
     assert _ids(index.empty) == [i for i, b in enumerate(vocab) if not b]
+
+
+def test_benchmark_runs(model_cache: Path) -> None:
+    """bench.token_index on the bundled vocabulary: its trie agrees with the index (the
+    benchmark checks that) and every figure is there."""
+    out = io.StringIO()
+    args = ["--families", "starcoder2", "--n", "20", "--repeat", "1", "--json"]
+    assert bench_main(args, out) == 0
+    (result,) = json.loads(out.getvalue())["families"]
+    assert result["vocab_size"] == 49152
+    for figure in (result["owing_us"]["index"], result["step_us"]["scan_today"]):
+        assert figure["median"] is not None and figure["median"] > 0

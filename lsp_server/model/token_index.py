@@ -112,7 +112,9 @@ class TokenIndex:
     (they write part of it); ``owing(b)``: both, each once; ``continuing(held)``: non-empty
     tokens after which ``held + token`` is still UTF-8 (possibly cut inside its last
     character), ``held`` being the start of an unfinished character; ``empty``: tokens
-    without bytes (control tokens, among which every end-of-generation token of llama.cpp).
+    without bytes (control tokens: llama.cpp gives every token it ends generation at the
+    control attribute, so only these, and an end-of-sequence id set in the metadata, need
+    ``llama_vocab_is_eog``).
     Every answer is a read-only int32 array of ids; do not modify it.
 
     The tokens are kept sorted by their bytes: those starting with given bytes are a
