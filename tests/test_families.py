@@ -155,9 +155,11 @@ def test_end_of_generation_tokens(family_model: Get, name: str) -> None:
     lib = m._lib
     native = [t for t in range(m.n_vocab) if lib.llama_vocab_is_eog(m.vocab, t)]
     assert native == list(fam.spec.eog)
-    markers = {i for kind, i in fam.spec.fim.items()}
-    assert set(m.eog_ids) == set(fam.spec.eog) | markers | set(m._stop_ids)
-    assert all(m.eog(t) for t in (*fam.spec.eog, *markers))
+    # FimModel also stops at the FIM markers, the end of text and the end of turn
+    ft = m.fim_tokens
+    ends = {t for t in (*fam.spec.fim.values(), ft.eot, ft.eos) if t is not None}
+    assert set(m.eog_ids) == set(fam.spec.eog) | ends
+    assert all(m.eog(t) for t in m.eog_ids)
     assert all(m.token_bytes(t) == b"" for t in m.eog_ids)  # control tokens: no text
 
 
