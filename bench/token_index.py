@@ -186,8 +186,12 @@ def bench_family(family: str, n: int, seed: int, repeat: int) -> dict[str, Any]:
         decoder = _Decoder(model, DecodeOptions(), None, forced, None, None)
 
         def scan(decoder: _Decoder = decoder) -> int:
+            # as the constrained loop: end tokens and empty tokens are no text to take
             for count, token in enumerate(ranker.order(logits, len(vocab)), 1):
-                if not model.eog(int(token)) and decoder._text_of(int(token)) is not None:
+                tok = int(token)
+                if model.eog(tok) or not vocab[tok]:
+                    continue
+                if decoder._text_of(tok) is not None:
                     return count
             return len(vocab)
 
