@@ -33,6 +33,7 @@ import tarfile
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
@@ -427,24 +428,41 @@ def _write_gguf(
 class _Tokenizer:
     """The ``tokenizer.*`` entries of a vocabulary GGUF, with the edits tests need.
 
-    Token texts, types and scores are decoded (they are what gets edited); every other
-    entry, BPE merges included, is copied as the file encodes it.
+    Token texts, types and scores are decoded when first used (they are what gets edited)
+    and written back if they were; every other entry, BPE merges included, is copied as
+    the file encodes it.
     """
 
     def __init__(self, vocab_file: Path) -> None:
         self.entries = [kv for kv in _read_kvs(vocab_file) if kv.key.startswith("tokenizer.")]
-        by_key = {kv.key: kv for kv in self.entries}
-        if "tokenizer.ggml.tokens" not in by_key:
+        self._by_key = {kv.key: kv for kv in self.entries}
+        if "tokenizer.ggml.tokens" not in self._by_key:
             raise ModelError(f"{vocab_file} has no tokenizer.ggml.tokens: not a vocabulary GGUF")
-        self.tokens: list[str] = by_key["tokenizer.ggml.tokens"].value()
-        types = by_key.get("tokenizer.ggml.token_type")
-        self.types: list[int] | None = None if types is None else types.value().tolist()
-        scores = by_key.get("tokenizer.ggml.scores")
-        self.scores: list[float] | None = None if scores is None else scores.value().tolist()
         self.scalars: dict[str, tuple[int, Any]] = {
             kv.key: (kv.vtype, kv.value()) for kv in self.entries if kv.vtype in _SCALAR_FORMATS
         }
         self.dropped: set[str] = set()
+
+    @cached_property
+    def tokens(self) -> list[str]:
+        value: list[str] = self._by_key["tokenizer.ggml.tokens"].value()
+        return value
+
+    @cached_property
+    def types(self) -> list[int] | None:
+        kv = self._by_key.get("tokenizer.ggml.token_type")
+        return None if kv is None else kv.value().tolist()
+
+    @cached_property
+    def scores(self) -> list[float] | None:
+        kv = self._by_key.get("tokenizer.ggml.scores")
+        return None if kv is None else kv.value().tolist()
+
+    def __len__(self) -> int:
+        if "tokens" in self.__dict__:
+            return len(self.tokens)
+        count: int = struct.unpack_from("<Q", self._by_key["tokenizer.ggml.tokens"].raw, 8)[0]
+        return count
 
     def scalar(self, name: str) -> Any:
         entry = self.scalars.get(f"tokenizer.ggml.{name}")
@@ -483,6 +501,8 @@ class _Tokenizer:
     def pad_to(self, size: int) -> None:
         """``[PAD<id>]`` user-defined tokens up to ``size``, as conversions pad a vocabulary
         to the model's embedding size."""
+        if len(self) >= size:
+            return
         while len(self.tokens) < size:
             self.tokens.append(f"[PAD{len(self.tokens)}]")
             if self.types is not None:
@@ -530,8 +550,6 @@ class _Tokenizer:
             self.insert(block.at, names, CONTROL)
         for token in family.tokens:
             self.set_token(token.id, token.text, token.type)
-        if family.size is not None:
-            self.pad_to(family.size)
         for name, value in family.metadata.items():
             self.set_scalar(name, value)
 
@@ -545,19 +563,16 @@ class _Tokenizer:
 
     def encode(self) -> list[bytes]:
         """The entries in their original order, edited ones re-encoded."""
-        edited = {
-            "tokenizer.ggml.tokens": self.tokens,
-            "tokenizer.ggml.token_type": self.types,
-            "tokenizer.ggml.scores": self.scores,
-        }
+        arrays = {"tokenizer.ggml.tokens": "tokens", "tokenizer.ggml.token_type": "types",
+                  "tokenizer.ggml.scores": "scores"}  # fmt: skip
         out: list[bytes] = []
         seen: set[str] = set()
         for kv in self.entries:
             seen.add(kv.key)
             if kv.key in self.dropped:
                 continue
-            if kv.key in edited:
-                out.append(_encode_kv(kv.key, _ARRAY, edited[kv.key], kv.sub))
+            if arrays.get(kv.key) in self.__dict__:  # decoded, maybe edited
+                out.append(_encode_kv(kv.key, _ARRAY, getattr(self, arrays[kv.key]), kv.sub))
             elif kv.key in self.scalars and self.scalars[kv.key] != (kv.vtype, kv.value()):
                 vtype, value = self.scalars[kv.key]
                 out.append(_encode_kv(kv.key, vtype, value))
@@ -656,7 +671,7 @@ def build_tiny_model(
         if kind not in _FIM_ID_KEYS:
             raise ValueError(f"fim_ids: unknown kind {kind!r} (expected one of {_FIM_ID_KEYS})")
         tokenizer.set_scalar(f"fim_{kind}_token_id", token_id)
-    n_vocab = len(tokenizer.tokens)
+    n_vocab = len(tokenizer)
 
     head_dim = n_embd // n_head
     np_dtype = np.float32 if dtype == "f32" else np.float16

@@ -62,7 +62,6 @@ class Family:
     eog: tuple[int, ...]
     tokens: tuple[Token, ...] = ()
     controls: ControlBlock | None = None
-    size: int | None = None
     metadata: Mapping[str, int | bool | str] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
     fidelity: str = ""
