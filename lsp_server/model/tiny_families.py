@@ -49,9 +49,10 @@ class ControlBlock:
 class Family:
     """A model family's tokenizer as a tiny test model reproduces it.
 
-    ``fim`` and ``eog`` are what llama.cpp should detect on the built model (the tests
-    check them): FIM token ids by kind, and its end-of-generation ids. ``layout`` is
-    the prompt the family's models were trained on, from its reference code.
+    What the tests check on the built model: ``fim``, the FIM token ids by kind that
+    ``FimModel`` finds (llama.cpp's detection, plus texts it does not look for, such as
+    StarCoder2's ``<repo_name>``); ``eog``, llama.cpp's end-of-generation ids.
+    ``layout`` is the prompt the family's models were trained on, from reference code.
     """
 
     name: str
