@@ -1,18 +1,22 @@
 """Fixtures for the per-family tests: each FIM family's tiny model, built once.
 
 The family models need llama.cpp's vocabulary files: StarCoder2's ships with fimlsp, the
-others come out of the llama-cpp-python source distribution. A test whose vocabulary is
-missing is skipped with the command that fetches them all (CI runs it before the tests).
+others come out of the llama-cpp-python source distribution. The first test that needs a
+missing one fetches them all into the user's cache (``fetch-vocab``: a ``pip download``
+that pip's cache usually answers); where that fails, the test is skipped with the command.
 """
 
 from __future__ import annotations
 
+import functools
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from model_fixtures import USER_VOCAB_DIRS
+from model_fixtures import USER_ENV, USER_VOCAB_DIRS
 
 from lsp_server.model.llm import FimModel
 from lsp_server.model.tiny import BUNDLED_VOCABS, FAMILIES, build_tiny_model
@@ -24,16 +28,37 @@ FAMILY_NAMES = list(FAMILIES)
 N_LAYER, N_EMBD = 1, 16
 
 
-def family_vocab(name: str) -> str | Path:
-    """The base vocabulary of family ``name``: bundled, extracted, or the test skips."""
-    vocab = FAMILIES[name].vocab
-    if vocab in BUNDLED_VOCABS:
-        return vocab
+@functools.cache
+def _fetch_vocabs() -> bool:
+    """Fetch every family's vocabulary into the user's cache, once per session."""
+    done = subprocess.run(
+        [sys.executable, "-m", "lsp_server.model.tiny", "fetch-vocab"],
+        env=USER_ENV,
+        stdout=subprocess.DEVNULL,
+        check=False,
+        timeout=1800,
+    )
+    return done.returncode == 0
+
+
+def _extracted(vocab: str) -> Path | None:
     for folder in USER_VOCAB_DIRS:
         path = folder / f"ggml-vocab-{vocab}.gguf"
         if path.is_file():
             return path
-    pytest.skip(f"vocabulary {vocab!r} of family {name} not extracted: run `{FETCH_COMMAND}`")
+    return None
+
+
+def family_vocab(name: str) -> str | Path:
+    """The base vocabulary of family ``name``: bundled, extracted (fetched on first need),
+    or the test skips."""
+    vocab = FAMILIES[name].vocab
+    if vocab in BUNDLED_VOCABS:
+        return vocab
+    path = _extracted(vocab) or (_fetch_vocabs() and _extracted(vocab))
+    if path:
+        return path
+    pytest.skip(f"vocabulary {vocab!r} of family {name} is not fetched: run `{FETCH_COMMAND}`")
 
 
 @pytest.fixture(scope="session")
