@@ -10,6 +10,7 @@ closing the connection so the server stops working on it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
@@ -55,15 +56,15 @@ def _incomplete_utf8_tail(data: bytes) -> bool:
     return False
 
 
-def _dict(value: Any, what: str) -> dict[str, Any]:
+def _dict(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise ServerProtocolError(f"unexpected answer from {what}: not a JSON object")
+        raise ServerProtocolError("not a JSON object")
     return value
 
 
-def _int_list(value: Any, what: str) -> list[int]:
+def _int_list(value: Any) -> list[int]:
     if not isinstance(value, list) or not all(isinstance(v, int) for v in value):
-        raise ServerProtocolError(f"unexpected answer from {what}: not a list of token ids")
+        raise ServerProtocolError("not a list of token ids")
     return value
 
 
@@ -178,6 +179,26 @@ class ServerClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _bad(self, path: str, what: str) -> ServerProtocolError:
+        return ServerProtocolError(f"unexpected answer from {self.url}{path}: {what}")
+
+    @contextlib.contextmanager
+    def _reading(self, path: str) -> Iterator[None]:
+        """Name the server and endpoint in errors about the shape of an answer."""
+        try:
+            yield
+        except ServerProtocolError as exc:
+            if self.url in str(exc):
+                raise
+            raise self._bad(path, str(exc)) from None
+
+    def _call(self, method: str, path: str, body: Mapping[str, Any] | None,
+              cancel: Cancel | None, deadline: float | None) -> dict[str, Any]:  # fmt: skip
+        """A request whose answer must be a JSON object."""
+        answer = self.http.request(method, path, body, cancel=cancel, deadline=deadline)
+        with self._reading(path):
+            return _dict(answer)
+
     # ------------------------------------------------------------ discovery
 
     def detect(self, *, cancel: Cancel | None = None, deadline: float | None = None) -> str:
@@ -229,19 +250,17 @@ class ServerClient:
     ) -> dict[str, Any]:
         """llama-server's ``/props``: model path, ``default_generation_settings`` (with the
         per-slot ``n_ctx``), ``total_slots``, ``chat_template``, ``bos_token``..."""
-        return _dict(self.http.request("GET", "/props", cancel=cancel, deadline=deadline), "/props")
+        return self._call("GET", "/props", None, cancel, deadline)
 
     def models(
         self, *, cancel: Cancel | None = None, deadline: float | None = None
     ) -> list[dict[str, Any]]:
         """``/v1/models``' entries (``id``; llama-server adds ``meta`` with ``n_vocab``,
         ``n_ctx``, ``n_ctx_train``)."""
-        answer = _dict(
-            self.http.request("GET", "/v1/models", cancel=cancel, deadline=deadline), "/v1/models"
-        )
+        answer = self._call("GET", "/v1/models", None, cancel, deadline)
         data = answer.get("data")
         if not isinstance(data, list) or not data or not all(isinstance(d, dict) for d in data):
-            raise ServerProtocolError(f"{self.url}/v1/models lists no models")
+            raise self._bad("/v1/models", "no models listed")
         return data
 
     def model_name(self) -> str:
@@ -249,7 +268,7 @@ class ServerClient:
         if self._model is None:
             model_id = self.models()[0].get("id")
             if not isinstance(model_id, str):
-                raise ServerProtocolError(f"{self.url}/v1/models gives a model without an id")
+                raise self._bad("/v1/models", "a model without an id")
             self._model = model_id
         return self._model
 
@@ -282,24 +301,18 @@ class ServerClient:
         """Token ids of ``text`` by the server's tokenizer (llama-server's ``/tokenize``).
         ``parse_special`` turns special-token texts such as "<fim_prefix>" into their ids."""
         body = {"content": text, "add_special": add_special, "parse_special": parse_special}
-        answer = _dict(
-            self.http.request("POST", "/tokenize", body, cancel=cancel, deadline=deadline),
-            "/tokenize",
-        )
-        return _int_list(answer.get("tokens"), "/tokenize")
+        answer = self._call("POST", "/tokenize", body, cancel, deadline)
+        with self._reading("/tokenize"):
+            return _int_list(answer.get("tokens"))
 
     def token_pieces(
         self, tokens: Sequence[int], *, cancel: Cancel | None = None, deadline: float | None = None
     ) -> list[bytes]:
         """Each token's bytes (special tokens as their text), in one ``/tokenize`` call."""
         body = {"content": list(tokens), "with_pieces": True}
-        answer = _dict(
-            self.http.request("POST", "/tokenize", body, cancel=cancel, deadline=deadline),
-            "/tokenize",
-        )
-        entries = answer.get("tokens")
+        entries = self._call("POST", "/tokenize", body, cancel, deadline).get("tokens")
         if not isinstance(entries, list) or len(entries) != len(tokens):
-            raise ServerProtocolError("unexpected answer from /tokenize: wrong number of pieces")
+            raise self._bad("/tokenize", "not one piece per token")
         pieces: list[bytes] = []
         for entry in entries:
             piece = entry.get("piece") if isinstance(entry, dict) else None
@@ -308,22 +321,17 @@ class ServerClient:
             elif isinstance(piece, list) and all(isinstance(b, int) for b in piece):
                 pieces.append(bytes(piece))
             else:
-                raise ServerProtocolError("unexpected answer from /tokenize: a bad piece")
+                raise self._bad("/tokenize", f"a piece that is not text or bytes: {piece!r}")
         return pieces
 
     def detokenize(
         self, tokens: Sequence[int], *, cancel: Cancel | None = None, deadline: float | None = None
     ) -> str:
         """The text of ``tokens`` (special tokens as their text; llama-server)."""
-        answer = _dict(
-            self.http.request(
-                "POST", "/detokenize", {"tokens": list(tokens)}, cancel=cancel, deadline=deadline
-            ),
-            "/detokenize",
-        )
+        answer = self._call("POST", "/detokenize", {"tokens": list(tokens)}, cancel, deadline)
         content = answer.get("content")
         if not isinstance(content, str):
-            raise ServerProtocolError("unexpected answer from /detokenize: no content")
+            raise self._bad("/detokenize", "no content")
         return content
 
     def vocabulary(self, *, deadline: float | None = None) -> ServerVocab:
@@ -339,12 +347,11 @@ class ServerClient:
         meta = self.models(deadline=deadline)[0].get("meta") or {}
         n_vocab = meta.get("n_vocab") if isinstance(meta, dict) else None
         if not isinstance(n_vocab, int) or n_vocab <= 0:
-            raise ServerProtocolError(f"{self.url}/v1/models does not give n_vocab")
+            raise self._bad("/v1/models", "no n_vocab")
         body = {"content": list(range(n_vocab)), "with_pieces": True}
-        answer = _dict(self.http.request("POST", "/tokenize", body, deadline=deadline), "/tokenize")
-        entries = answer.get("tokens")
+        entries = self._call("POST", "/tokenize", body, None, deadline).get("tokens")
         if not isinstance(entries, list) or len(entries) != n_vocab:
-            raise ServerProtocolError("unexpected answer from /tokenize: not one piece per id")
+            raise self._bad("/tokenize", "not one piece per id")
         pieces = [e.get("piece", "") if isinstance(e, dict) else "" for e in entries]
         vocab = vocab_from_server_answers(
             pieces,
@@ -428,9 +435,10 @@ class ServerClient:
             answer = self.http.request("POST", path, body, cancel=cancel, deadline=deadline)
         except Stopped as stop:
             return Completion((), CompletionEnd(stop.reason))
-        if path == "/completion":
-            return self._native_completion(_dict(answer, path), deadline)
-        return self._openai_completion(_dict(answer, path))
+        with self._reading(path):
+            if path == "/completion":
+                return self._native_completion(_dict(answer), deadline)
+            return self._openai_completion(_dict(answer))
 
     def stream(
         self,
@@ -451,10 +459,11 @@ class ServerClient:
             last = [-1]
 
             def parse_native(event: Any) -> tuple[list[Step], CompletionEnd | None]:
-                event = _dict(event, path)
-                if event.get("stop"):
-                    return [], self._native_end(event)
-                step = self._native_stream_step(event, last[0])
+                with self._reading(path):
+                    event = _dict(event)
+                    if event.get("stop"):
+                        return [], self._native_end(event)
+                    step = self._native_stream_step(event, last[0])
                 if step is None:
                     return [], None
                 last[0] = step.position
@@ -465,8 +474,9 @@ class ServerClient:
         resolve = self._resolver()
 
         def parse_openai(event: Any) -> tuple[list[Step], CompletionEnd | None]:
-            choice = self._openai_choice(event)
-            steps = self._openai_steps(choice, position[0], resolve)
+            with self._reading(path):
+                choice = self._openai_choice(event)
+                steps = self._openai_steps(choice, position[0], resolve)
             position[0] += len(steps)
             reason = choice.get("finish_reason")
             if reason is None:
@@ -487,13 +497,13 @@ class ServerClient:
             n_predicted=int(answer.get("tokens_predicted", 0) or 0),
             n_prompt=int(answer.get("tokens_evaluated", 0) or 0),
             n_cached=int((timings or {}).get("cache_n", 0) or 0),
-            tokens=tuple(_int_list(tokens, "/completion")),
+            tokens=tuple(_int_list(tokens)),
             timings=timings if isinstance(timings, dict) else {},
         )
 
     def _native_stream_step(self, event: dict[str, Any], last: int) -> Step | None:
         """The step in one streamed ``/completion`` event (None for a progress event)."""
-        tokens = _int_list(event.get("tokens") or [], "/completion")
+        tokens = _int_list(event.get("tokens") or [])
         if not tokens:
             return None
         position = int(event.get("tokens_predicted", last + 2)) - 1
@@ -518,7 +528,7 @@ class ServerClient:
         end = self._native_end(answer)
         entries = answer.get("completion_probabilities") or []
         if not isinstance(entries, list):
-            raise ServerProtocolError("unexpected answer from /completion: bad probabilities")
+            raise ServerProtocolError("completion_probabilities is not a list")
         if not entries:
             return Completion((), end)
         tokens = list(end.tokens)
@@ -548,10 +558,10 @@ class ServerClient:
         return resolve_token_id_spelling(vocab.resolve if vocab is not None else None)
 
     def _openai_choice(self, answer: Any) -> dict[str, Any]:
-        choices = _dict(answer, "/v1/completions").get("choices")
+        choices = _dict(answer).get("choices")
         if not isinstance(choices, list) or not choices:
-            raise ServerProtocolError("unexpected answer from /v1/completions: no choices")
-        return _dict(choices[0], "/v1/completions")
+            raise ServerProtocolError("no choices")
+        return _dict(choices[0])
 
     def _openai_steps(
         self, choice: dict[str, Any], first: int, resolve: TokenResolver

@@ -100,7 +100,7 @@ class Completion:
 
 def _as(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
     if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, (int, float))):
-        raise ServerProtocolError(f"unexpected answer: {what} is {type(value).__name__}")
+        raise ServerProtocolError(f"{what} is {type(value).__name__}")
     return value
 
 
@@ -116,7 +116,7 @@ def _bytes(value: Any, fallback: str, what: str) -> bytes:
     try:
         return bytes(_as(value, list, what))
     except (TypeError, ValueError) as exc:
-        raise ServerProtocolError(f"unexpected answer: {what} is not a list of bytes") from exc
+        raise ServerProtocolError(f"{what} is not a list of bytes") from exc
 
 
 def _llama_candidate(entry: Any) -> Candidate:
@@ -177,7 +177,7 @@ def legacy_steps(logprobs: Any, first_position: int, resolve: TokenResolver) -> 
     values = _as(logprobs.get("token_logprobs") or [None] * len(tokens), list, "token_logprobs")
     tops = _as(logprobs.get("top_logprobs") or [None] * len(tokens), list, "top_logprobs")
     if not len(tokens) == len(values) == len(tops):
-        raise ServerProtocolError("unexpected answer: logprobs lists of different lengths")
+        raise ServerProtocolError("logprobs lists of different lengths")
     steps: list[Step] = []
     for i, (text, value, top_map) in enumerate(zip(tokens, values, tops)):
         text = _as(text, str, "a token")
