@@ -73,19 +73,25 @@ def server(
 class CannedServer:
     """A real TCP (or TLS) server on 127.0.0.1 answering every request with canned bytes
     (``answer(path) -> bytes``, sent as they are), or staying silent until the client
-    leaves; it records when each client closed its connection."""
+    leaves (``answer`` None).  After a whole answer (``Content-Length``) without
+    ``Connection: close`` it keeps the connection for the next request, at most
+    ``requests_per_connection`` times.  It counts connections and records when a silent
+    server's client left."""
 
     def __init__(
         self,
         answer: Callable[[str], bytes] | None,
         tls: ssl.SSLContext | None = None,
+        requests_per_connection: int = 100,
     ) -> None:
         self.answer = answer
         self.tls = tls
+        self.requests_per_connection = requests_per_connection
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.client_left = threading.Event()
+        self.connections = 0
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self) -> None:
@@ -94,26 +100,47 @@ class CannedServer:
                 conn, _ = self.listener.accept()
             except OSError:
                 return
+            self.connections += 1
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def _read_request(conn: socket.socket) -> str | None:
+        """The path of the next request on ``conn`` (its body read too); None at EOF."""
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return None
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        while len(body) < length:
+            body += conn.recv(65536)
+        return head.split(b" ", 2)[1].decode()
 
     def _handle(self, conn: socket.socket) -> None:
         try:
             if self.tls is not None:
                 conn = self.tls.wrap_socket(conn, server_side=True)
-            request = b""
-            while b"\r\n\r\n" not in request:
-                data = conn.recv(65536)
-                if not data:
+            for _ in range(self.requests_per_connection):
+                path = self._read_request(conn)
+                if path is None:
                     return
-                request += data
-            path = request.split(b" ", 2)[1].decode()
-            if self.answer is not None:
-                conn.sendall(self.answer(path))
-                return
-            conn.settimeout(30)
-            while conn.recv(65536):  # silent: wait for the client to go away
-                pass
-            self.client_left.set()
+                if self.answer is None:
+                    conn.settimeout(30)
+                    while conn.recv(65536):  # silent: wait for the client to go away
+                        pass
+                    self.client_left.set()
+                    return
+                answer = self.answer(path)
+                conn.sendall(answer)
+                head = answer.partition(b"\r\n\r\n")[0]
+                if b"Content-Length" not in head or b"Connection: close" in head:
+                    return  # garbage and streams end with the connection
         except (OSError, ssl.SSLError):
             self.client_left.set()
         finally:
@@ -128,9 +155,11 @@ def canned() -> Iterator[Callable[..., CannedServer]]:
     servers: list[CannedServer] = []
 
     def make(
-        answer: Callable[[str], bytes] | None, tls: ssl.SSLContext | None = None
+        answer: Callable[[str], bytes] | None,
+        tls: ssl.SSLContext | None = None,
+        requests_per_connection: int = 100,
     ) -> CannedServer:
-        servers.append(CannedServer(answer, tls))
+        servers.append(CannedServer(answer, tls, requests_per_connection))
         return servers[-1]
 
     yield make
@@ -138,9 +167,9 @@ def canned() -> Iterator[Callable[..., CannedServer]]:
         s.close()
 
 
-def http_answer(status: str, body: bytes, content_type: str = "application/json") -> bytes:
-    head = f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
-    return head.encode() + b"Connection: close\r\n\r\n" + body
+def http_answer(status: str, body: bytes, keep_alive: bool = False) -> bytes:
+    head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+    return head.encode() + (b"" if keep_alive else b"Connection: close\r\n") + b"\r\n" + body
 
 
 def sse_answer(*chunks: bytes, end: bool = True) -> bytes:
@@ -212,6 +241,25 @@ def test_an_error_event_mid_stream_carries_the_servers_message(
         assert next(stream).token == 64
         with pytest.raises(ServerHTTPError, match="out of memory"):
             next(stream)
+
+
+def test_connections_are_reused_and_a_stale_one_replaced(
+    canned: Callable[..., CannedServer],
+) -> None:
+    tokens = http_answer("200 OK", b'{"tokens": [1, 2]}', keep_alive=True)
+    server = canned(lambda path: tokens)
+    with ServerClient(server.url, server_api="llama.cpp") as client:
+        for _ in range(3):
+            assert client.tokenize("x") == [1, 2]
+    assert server.connections == 1  # kept alive between requests
+    # A server that closes each connection after one answer (as at an idle timeout):
+    # the kept connection is dead by the next request, which goes out again on a new one.
+    closing = canned(lambda path: tokens, requests_per_connection=1)
+    with ServerClient(closing.url, server_api="llama.cpp") as client:
+        for _ in range(3):
+            assert client.tokenize("x") == [1, 2]
+            time.sleep(0.05)  # let the close arrive
+    assert closing.connections == 3
 
 
 # ---------------------------------------------------------------- unreachable, slow

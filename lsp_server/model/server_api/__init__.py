@@ -45,6 +45,23 @@ them; every shape below is checked against the real server by the tests:
   (``return_tokens_as_token_ids``, sent with every request); otherwise ids come from a
   local copy of the vocabulary (``ServerVocab.resolve``), which cannot tell apart tokens
   with the same text (these become ``Candidate.token`` None).
+
+Other engines, from their documentation and source:
+
+* vLLM (needs a GPU; not run here) serves ``/v1/completions`` with ``prompt`` a list of
+  ids (``list[int] | list[list[int]] | str | list[str]``), ``logprobs`` up to
+  ``--max-logprobs`` (default 20; more is a 400), ``temperature`` 0 for greedy, streamed
+  logprobs per chunk.  Start it with ``vllm serve MODEL --return-tokens-as-token-ids``
+  (tokens then come as ``token_id:N``; the request field of the same name does it per
+  request where the version has it) and prefix caching on: the default of the V1 engine
+  (0.8 and later), ``--enable-prefix-caching`` before.  From 0.10.2 ``return_token_ids``
+  also gives the generated ids in ``choices[0].token_ids``.  ``--api-key`` guards only
+  ``/v1`` paths.
+* llama-cpp-python's server (``python -m llama_cpp.server``, the ``[server]`` extra)
+  refuses token ids as the prompt (a 500 listing validation errors), parses special-token
+  texts in a text prompt, and answers the legacy shape with texts only: partial UTF-8
+  and control tokens come as "" and cannot be told apart.  The client then sends the
+  prompt as text (it needs the local vocabulary for that) and maps texts back to ids.
 """
 
 from __future__ import annotations

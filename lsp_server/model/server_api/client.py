@@ -78,13 +78,24 @@ class CompletionStream:
     """
 
     def __init__(
-        self, events: Iterator[Any], parse: Callable[[Any], tuple[list[Step], CompletionEnd | None]]
+        self,
+        events: Iterator[Any],
+        parse: Callable[[Any], tuple[list[Step], CompletionEnd | None]],
+        where: str = "",
     ) -> None:
         self._events = events
         self._parse = parse
+        self._where = where
         self._pending: list[Step] = []
         self.end: CompletionEnd | None = None
         self.steps_seen = 0
+
+    @classmethod
+    def ended(cls, end: CompletionEnd) -> CompletionStream:
+        """A stream that ended before the server began to answer."""
+        stream = cls(iter(()), lambda event: ([], None))
+        stream.end = end
+        return stream
 
     def __iter__(self) -> CompletionStream:
         return self
@@ -97,7 +108,7 @@ class CompletionStream:
                 event = next(self._events)
             except StopIteration:
                 raise ServerProtocolError(
-                    "the stream ended without saying why generation stopped"
+                    f"the stream from {self._where} ended without saying why generation stopped"
                 ) from None
             except Stopped as stop:
                 self.end = CompletionEnd(stop.reason, n_predicted=self.steps_seen)
@@ -164,6 +175,7 @@ class ServerClient:
         self._vocab = vocab
         self._is_llama_server: bool | None = None
         self._pieces: dict[int, bytes] = {}
+        self._text_prompts = False
         self._lock = threading.Lock()
 
     @property
@@ -192,8 +204,14 @@ class ServerClient:
                 raise
             raise self._bad(path, str(exc)) from None
 
-    def _call(self, method: str, path: str, body: Mapping[str, Any] | None,
-              cancel: Cancel | None, deadline: float | None) -> dict[str, Any]:  # fmt: skip
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None,
+        cancel: Cancel | None,
+        deadline: float | None,
+    ) -> dict[str, Any]:
         """A request whose answer must be a JSON object."""
         answer = self.http.request(method, path, body, cancel=cancel, deadline=deadline)
         with self._reading(path):
@@ -396,7 +414,7 @@ class ServerClient:
             return "/completion", body
         body = {
             "model": self.model_name(),
-            "prompt": prompt,
+            "prompt": self._prompt_text(prompt) if self._text_prompts else prompt,
             "max_tokens": n_predict,
             "temperature": 0.0,
             "seed": seed,
@@ -430,9 +448,9 @@ class ServerClient:
         ``logit_bias`` maps ids to a bias (``-inf`` bans).  A cancel or deadline gives a
         ``Completion`` with no steps and stop "cancelled" or "deadline".
         """
-        path, body = self._body(prompt, n_predict, n_probs, False, cache_prompt, logit_bias, seed)
+        args = (prompt, n_predict, n_probs, False, cache_prompt, logit_bias, seed)
         try:
-            answer = self.http.request("POST", path, body, cancel=cancel, deadline=deadline)
+            path, answer = self._send(args, cancel, deadline)
         except Stopped as stop:
             return Completion((), CompletionEnd(stop.reason))
         with self._reading(path):
@@ -452,9 +470,14 @@ class ServerClient:
         cancel: Cancel | None = None,
         deadline: float | None = None,
     ) -> CompletionStream:
-        """``complete`` as a stream of steps (see ``CompletionStream``)."""
-        path, body = self._body(prompt, n_predict, n_probs, True, cache_prompt, logit_bias, seed)
-        events = self.http.stream(path, body, cancel=cancel, deadline=deadline)
+        """``complete`` as a stream of steps (see ``CompletionStream``).  Returns once the
+        server has begun to answer; errors it answers with instead raise here."""
+        args = (prompt, n_predict, n_probs, True, cache_prompt, logit_bias, seed)
+        try:
+            path, events = self._send(args, cancel, deadline)
+        except Stopped as stop:
+            return CompletionStream.ended(CompletionEnd(stop.reason))
+        where = f"{self.url}{path}"
         if path == "/completion":
             last = [-1]
 
@@ -469,7 +492,7 @@ class ServerClient:
                 last[0] = step.position
                 return [step], None
 
-            return CompletionStream(events, parse_native)
+            return CompletionStream(events, parse_native, where)
         position = [0]
         resolve = self._resolver()
 
@@ -483,7 +506,55 @@ class ServerClient:
                 return steps, None
             return steps, self._openai_end(event, reason, position[0])
 
-        return CompletionStream(events, parse_openai)
+        return CompletionStream(events, parse_openai, where)
+
+    def _send(
+        self, args: tuple[Any, ...], cancel: Cancel | None, deadline: float | None
+    ) -> tuple[str, Any]:
+        """Send a completion request (``_body``'s arguments); the path and the answer (the
+        decoded JSON, or the ``EventStream`` when streaming).
+
+        An OpenAI server that refuses token ids as the prompt (llama-cpp-python's) gets
+        the prompt again as text, special tokens spelled out, which it parses back into
+        the same ids: this needs the local vocabulary.
+        """
+        while True:
+            path, body = self._body(*args)
+            try:
+                if body["stream"]:
+                    return path, self.http.stream(path, body, cancel=cancel, deadline=deadline)
+                answer = self.http.request("POST", path, body, cancel=cancel, deadline=deadline)
+                return path, answer
+            except ServerHTTPError as exc:
+                if not self._refuses_token_prompts(exc):
+                    raise
+                self._text_prompts = True
+
+    def _refuses_token_prompts(self, exc: ServerHTTPError) -> bool:
+        """Whether ``exc`` is a refusal of a token-id prompt we can repair (llama-cpp-python
+        answers its validation errors with 500; one retry at most)."""
+        return (
+            exc.status in (400, 422, 500)
+            and "prompt" in exc.detail.lower()
+            and not self._text_prompts
+            and self._vocab is not None
+            and self.api == OPENAI
+            and self._is_llama_server is not True
+        )
+
+    def _prompt_text(self, prompt: Sequence[int]) -> str:
+        """The prompt as text, special tokens as their text; without a leading BOS, which
+        the server adds itself where the model wants one."""
+        vocab = self._vocab
+        if vocab is None:
+            raise ServerError(
+                f"{self.url} takes prompts only as text: give a local copy of the model's "
+                "vocabulary with the modelVocab setting"
+            )
+        ids = list(prompt)
+        if ids and vocab.add_bos and ids[0] == vocab.fim.bos:
+            ids = ids[1:]
+        return b"".join(vocab.token_bytes(t) for t in ids).decode("utf-8", errors="replace")
 
     # ------------------------------------------------------------ llama.cpp answers
 

@@ -25,7 +25,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,7 +40,7 @@ from .errors import (
     ServerUnreachable,
 )
 
-__all__ = ["POLL_S", "HttpClient", "ServerAddress", "Stopped", "parse_server_url"]
+__all__ = ["POLL_S", "EventStream", "HttpClient", "ServerAddress", "Stopped", "parse_server_url"]
 
 #: How often a waiting caller checks its cancel flag and deadline (seconds).
 POLL_S = 0.01
@@ -226,6 +226,79 @@ class _Exchange:
                 pass
 
 
+class EventStream:
+    """The JSON of each ``data:`` event of a server-sent event stream, as it arrives.
+
+    Iteration ends at ``data: [DONE]`` or when the server ends the answer after a whole
+    event; a stream cut off mid-event raises ``ServerProtocolError``, an error event
+    ``ServerHTTPError``, a cancel or deadline ``Stopped``.  ``close`` (idempotent) closes
+    the connection at once unless the stream already ended.
+    """
+
+    def __init__(
+        self,
+        client: HttpClient,
+        exchange: _Exchange,
+        path: str,
+        cancel: Cancel | None,
+        deadline: float | None,
+    ) -> None:
+        self._client = client
+        self._exchange = exchange
+        self._path = path
+        self._cancel = cancel
+        self._deadline = deadline
+        self._finished = False
+
+    def __iter__(self) -> EventStream:
+        return self
+
+    def __next__(self) -> Any:
+        client, path = self._client, self._path
+        event: list[bytes] = []
+        if self._finished:
+            raise StopIteration
+        try:
+            while True:
+                kind, data = self._exchange.next(self._cancel, self._deadline)
+                if kind == "error":
+                    raise client._translate(data, path)
+                if kind == "end":
+                    if any(part.strip() for part in event):
+                        raise ServerProtocolError(
+                            f"the stream from {client.url}{path} stopped in the middle of an event"
+                        )
+                    self._finished = True
+                    raise StopIteration
+                line: bytes = data
+                if not line.endswith(b"\n"):
+                    raise ServerProtocolError(
+                        f"the stream from {client.url}{path} stopped in the middle of a line"
+                    )
+                line = line.rstrip(b"\r\n")
+                if line:
+                    event.append(line)
+                    continue
+                payload = client._event_data(event, path)
+                event = []
+                if payload is None:
+                    continue
+                if payload == b"[DONE]":
+                    self._finished = True
+                    raise StopIteration
+                return client._event_json(payload, path)
+        except StopIteration:
+            raise
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if not self._finished:
+            self._finished = True
+            self._exchange.abort()
+
+
 class HttpClient:
     """JSON over HTTP(S) to one server, with an API key, TLS settings and timeouts.
 
@@ -351,17 +424,14 @@ class HttpClient:
         cancel: Cancel | None = None,
         deadline: float | None = None,
         read_timeout: float | None = None,
-    ) -> Iterator[Any]:
-        """POST ``body`` and yield the JSON of each server-sent ``data:`` event.
+    ) -> EventStream:
+        """POST ``body`` and return the server-sent events once the answer has begun.
 
-        The stream ends at ``data: [DONE]`` or when the server closes it after a whole
-        event; a stream cut off mid-event raises ``ServerProtocolError``.  Closing the
-        generator (``break``, ``close()``) closes the connection at once.  An error the
-        server sends as the answer (before streaming) or as an event raises as
-        ``request`` does.
+        Waits for the status line, so an error the server sends instead of a stream
+        raises here, as ``request`` does (and ``Stopped`` when cancel or deadline fire
+        first).  See ``EventStream`` for the events.
         """
         exchange = self._start("POST", path, body, True, read_timeout)
-        finished = False
         try:
             status_line = self._head(exchange, path, cancel, deadline)
             if status_line.status != 200:
@@ -369,38 +439,10 @@ class HttpClient:
                 if kind == "error":
                     raise self._translate(data, path)
                 raise self._status_error(status_line.status, data, path)
-            event: list[bytes] = []
-            while True:
-                kind, data = exchange.next(cancel, deadline)
-                if kind == "error":
-                    raise self._translate(data, path)
-                if kind == "end":
-                    if any(part.strip() for part in event):
-                        raise ServerProtocolError(
-                            f"the stream from {self.url}{path} stopped in the middle of an event"
-                        )
-                    finished = True
-                    return
-                line: bytes = data
-                if not line.endswith(b"\n"):
-                    raise ServerProtocolError(
-                        f"the stream from {self.url}{path} stopped in the middle of a line"
-                    )
-                line = line.rstrip(b"\r\n")
-                if line:
-                    event.append(line)
-                    continue
-                payload = self._event_data(event, path)
-                event = []
-                if payload is None:
-                    continue
-                if payload == b"[DONE]":
-                    finished = True
-                    return
-                yield self._event_json(payload, path)
-        finally:
-            if not finished:
-                exchange.abort()
+        except BaseException:
+            exchange.abort()
+            raise
+        return EventStream(self, exchange, path, cancel, deadline)
 
     # ------------------------------------------------------------ helpers
 
