@@ -38,22 +38,22 @@ ServerApi = Literal["auto", "llama.cpp", "openai"]
 _FINISH = {"stop": "eos", "length": "limit", "eos": "eos", "limit": "limit", "word": "word"}
 
 
+def _utf8_length(lead: int) -> int:
+    """Bytes of the UTF-8 character a lead byte starts (1 for anything else)."""
+    if lead & 0xE0 == 0xC0:
+        return 2
+    if lead & 0xF0 == 0xE0:
+        return 3
+    if lead & 0xF8 == 0xF0:
+        return 4
+    return 1
+
+
 def _incomplete_utf8_tail(data: bytes) -> bool:
-    """Whether ``data`` ends inside a UTF-8 character (llama-server's ``validate_utf8``)."""
-    for back in range(1, min(4, len(data)) + 1):
-        byte = data[-back]
-        if byte & 0xC0 != 0x80:  # a lead byte (or ASCII): does the character fit?
-            need = (
-                2
-                if byte & 0xE0 == 0xC0
-                else 3
-                if byte & 0xF0 == 0xE0
-                else 4
-                if byte & 0xF8 == 0xF0
-                else 1
-            )
-            return back < need
-    return False
+    """Whether llama-server holds ``data`` back as ending inside a character: a lead byte
+    among the last four with fewer bytes after it than its character needs (its
+    ``validate_utf8``, which looks past other bytes, valid or not)."""
+    return any(back < _utf8_length(data[-back]) for back in range(1, min(4, len(data)) + 1))
 
 
 def _dict(value: Any) -> dict[str, Any]:
