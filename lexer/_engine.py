@@ -13,7 +13,7 @@ f-string stacks, which are tuples and strings so that contexts can be shared.
 
 from __future__ import annotations
 
-from ._scan import Fail, char_at, check_escapes, check_ident, scan_number
+from ._scan import Fail, char_at, check_escapes, check_ident, is_id_start, scan_number
 from ._tables import (
     BLANKS_RE,
     CLOSE_TO_OPEN,
@@ -21,6 +21,7 @@ from ._tables import (
     EXPR,
     EXTENDABLE,
     FSTRING_BODY_RE,
+    INTERPOLATED_KINDS,
     KEYWORD_KINDS,
     LITERAL,
     MAX_FSTRING_LEVEL,
@@ -36,10 +37,11 @@ from ._tables import (
 )
 
 Symbol = tuple[str, str, int]
-#: An open f-string: (quote, raw, paren level at its start, open replacement
-#: fields, mode).  Fields nest only through format specs, so the brace of the
-#: k-th open field sits at ``parens[level + k]``.
-Frame = tuple[str, bool, int, int, int]
+#: An open f-string or t-string: (quote, raw, paren level at its start, open
+#: replacement fields, mode, symbol kinds of its start, middle and end).
+#: Fields nest only through format specs, so the brace of the k-th open field
+#: sits at ``parens[level + k]``.
+Frame = tuple[str, bool, int, int, int, tuple[str, str, str]]
 
 TAB_ERROR = "inconsistent use of tabs and spaces in indentation"
 EOF_ERROR = "unexpected EOF while parsing"
@@ -90,6 +92,7 @@ def lex(
     out: list[Symbol] = []
     append = out.append
     kinds = KEYWORD_KINDS[ver]
+    prefixes = STRING_PREFIXES[ver]
     tokmatch = TOKEN_RE.match
     simple_number = SIMPLE_NUMBER_RE.match
     i = 0
@@ -128,10 +131,12 @@ def lex(
                 break
             if e < n and (text[e] == "'" or text[e] == '"') and e - s <= 2:
                 prefix = text[s:e].lower()
-                kind = STRING_PREFIXES.get(prefix)
+                kind = prefixes.get(prefix)
                 if kind is not None:
-                    if kind == "FSTRING_START":
-                        r = _fstring_start(ver, text, s, e, n, eof, fst, parens, base, out, tail)
+                    if kind == "FSTRING_START" or kind == "TSTRING_START":
+                        r = _fstring_start(
+                            ver, kind, text, s, e, n, eof, fst, parens, base, out, tail
+                        )
                         if r is None:
                             i = s
                             break
@@ -157,11 +162,11 @@ def lex(
             op = text[s:e]
             if fst:
                 # Inside a replacement field (literal modes are handled above).
-                quote, raw, level, nf, _ = fst[-1]
-                if op[0] == ":" and len(parens) == level + nf:
+                frame = fst[-1]
+                if op[0] == ":" and len(parens) == frame[2] + frame[3]:
                     # A ':' directly in the field starts the format spec, even in ':='.
                     append((":", ":", base + s))
-                    fst = (*fst[:-1], (quote, raw, level, nf, SPEC))
+                    fst = (*fst[:-1], _moved(frame, frame[3], SPEC))
                     i = s + 1
                     continue
             if not eof:
@@ -175,8 +180,15 @@ def lex(
             if op == "!":
                 if not fst:
                     raise Fail("invalid syntax: '!' outside an f-string replacement field", s)
-                if ver < 312 and len(parens) == fst[-1][2] + fst[-1][3]:
-                    if not _old_conversion(text, e, n, eof):
+                if len(parens) == fst[-1][2] + fst[-1][3]:
+                    # The conversion of a replacement field: its name must follow
+                    # the '!' at once (3.12+ checks this in the parser).
+                    ready = (
+                        _conversion(text, e, n, eof)
+                        if ver >= 312
+                        else _old_conversion(text, e, n, eof)
+                    )
+                    if not ready:
                         i = s
                         break
             if op in "([{":
@@ -197,12 +209,13 @@ def lex(
                     )
                 parens = parens[:-1]
                 if fst and op == "}":
-                    quote, raw, level, nf, _ = fst[-1]
-                    if len(parens) == level + nf - 1:
+                    frame = fst[-1]
+                    nf = frame[3]
+                    if len(parens) == frame[2] + nf - 1:
                         # The replacement field is closed.
                         nf -= 1
                         mode = LITERAL if nf == 0 else (SPEC2 if ver >= 313 else SPEC)
-                        fst = (*fst[:-1], (quote, raw, level, nf, mode))
+                        fst = (*fst[:-1], _moved(frame, nf, mode))
             elif op == "<>":
                 raise Fail("invalid syntax: '<>'", s)
             append((op, op, base + s))
@@ -542,6 +555,7 @@ def _check_body(
 
 def _fstring_start(
     ver: int,
+    kind: str,
     text: str,
     s: int,
     q: int,
@@ -553,7 +567,8 @@ def _fstring_start(
     out: list[Symbol],
     tail: str,
 ) -> tuple[tuple[Frame, ...], int] | None:
-    """Emit FSTRING_START (prefix at ``s``, quote at ``q``) and open a frame."""
+    """Emit FSTRING_START or TSTRING_START (``kind``; prefix at ``s``, quote at
+    ``q``) and open a frame."""
     c = text[q]
     c1 = char_at(text, q + 1, n, eof)
     if c1 is None:
@@ -572,8 +587,8 @@ def _fstring_start(
     elif fst:
         _old_check(text, s, e, fst, tail)
     raw = "r" in text[s:q].lower()
-    out.append(("FSTRING_START", text[s:e], base + s))
-    return (*fst, (quote, raw, len(parens), 0, LITERAL)), e
+    out.append((kind, text[s:e], base + s))
+    return (*fst, (quote, raw, len(parens), 0, LITERAL, INTERPOLATED_KINDS[kind])), e
 
 
 def _fs_literal(
@@ -595,7 +610,8 @@ def _fs_literal(
     ``(i, fst, parens, stopped)``; ``stopped`` means more text is needed and
     the pending text starts at ``i``.
     """
-    quote, raw, level, nf, mode = fst[-1]
+    frame = fst[-1]
+    quote, raw, _, nf, mode, (_, middle_kind, end_kind) = frame
     match = FSTRING_BODY_RE[(quote, raw)].match
     s = j = i
 
@@ -610,7 +626,7 @@ def _fs_literal(
                 check_escapes(text, s, end, False, False)
             if ver < 312 and len(fst) > 1:
                 _old_check(text, s, end, fst[:-1], tail)
-            out.append(("FSTRING_MIDDLE", text[s:end], base + s))
+            out.append((middle_kind, text[s:end], base + s))
 
     while True:
         j = match(text, j).end()  # type: ignore[union-attr]
@@ -638,7 +654,7 @@ def _fs_literal(
             if nf >= (3 if ver >= 312 else 2):
                 raise Fail("f-string: expressions nested too deeply", j)
             out.append(("{", "{", base + j))
-            return j + 1, (*fst[:-1], (quote, raw, level, nf + 1, EXPR)), parens + "{", False
+            return j + 1, (*fst[:-1], _moved(frame, nf + 1, EXPR)), parens + "{", False
         if c == "}":
             if mode == LITERAL:
                 if j + 1 >= n:
@@ -651,7 +667,7 @@ def _fs_literal(
                 partial(j + 1)
                 raise Fail("f-string: single '}' is not allowed", j)
             middle(j)  # end of the format spec; '}' is lexed as an operator
-            return j, (*fst[:-1], (quote, raw, level, nf, EXPR)), parens, False
+            return j, (*fst[:-1], _moved(frame, nf, EXPR)), parens, False
         if c == "\\":
             # A backslash the body regex could not take: one at the very end,
             # or an unterminated \N{...} escape.
@@ -669,7 +685,7 @@ def _fs_literal(
         if c == "\r" or c == "\n":  # only single-quoted f-strings stop here
             if mode == SPEC:
                 middle(j)  # a newline ends the format spec (3.12+)
-                return j, (*fst[:-1], (quote, raw, level, nf, EXPR)), parens, False
+                return j, (*fst[:-1], _moved(frame, nf, EXPR)), parens, False
             partial(j)
             raise Fail(_unterminated_fstring(quote), j)
         # The closing quote(s).
@@ -679,8 +695,13 @@ def _fs_literal(
         e = j + len(quote)
         if ver < 312 and len(fst) > 1:
             _old_check(text, j, e, fst[:-1], tail)
-        out.append(("FSTRING_END", quote, base + j))
+        out.append((end_kind, quote, base + j))
         return e, fst[:-1], parens, False
+
+
+def _moved(frame: Frame, fields: int, mode: int) -> Frame:
+    """``frame`` with ``fields`` open replacement fields, in ``mode``."""
+    return (frame[0], frame[1], frame[2], fields, mode, frame[5])
 
 
 def _unterminated_fstring(quote: str) -> str:
@@ -717,6 +738,22 @@ def _old_check(text: str, s: int, e: int, frames: tuple[Frame, ...], tail: str) 
             before = text[s - 2 : s] if s >= 2 else (tail + text[:s])[-2:]
             if quote in before + span:
                 raise Fail("f-string: expecting '}'", s)
+
+
+def _conversion(text: str, e: int, n: int, eof: int) -> bool:
+    """3.12+: the conversion's name starts right after the '!' at ``e - 1``.
+
+    CPython tokenizes ``!`` and the name apart and its parser then demands
+    that they touch (``f"{x! r}"`` is an error); a name can start with any
+    identifier character, so only that first character is checked here.
+    Returns False while it is unknown.
+    """
+    c = char_at(text, e, n, eof)
+    if c is None:
+        return False
+    if not is_id_start(c):
+        raise Fail("f-string: conversion type must come right after the exclamanation mark", e)
+    return True
 
 
 def _old_conversion(text: str, e: int, n: int, eof: int) -> bool:

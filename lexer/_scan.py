@@ -39,6 +39,11 @@ def char_at(text: str, k: int, n: int, eof: int) -> str | None:
     return "" if eof else None
 
 
+def is_id_start(c: str) -> bool:
+    """CPython's ``is_potential_identifier_start`` (every non-ASCII char is one)."""
+    return c >= "\x80" or c == "_" or (c.isalpha() and c.isascii())
+
+
 def is_id_char(c: str) -> bool:
     """CPython's ``is_potential_identifier_char`` (every non-ASCII char is one)."""
     return c >= "\x80" or c == "_" or (c.isalnum() and c.isascii())

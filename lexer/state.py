@@ -141,11 +141,12 @@ class LexState:
         fst = ctx.fst
         if fst and fst[-1][4] != EXPR:
             quote = fst[-1][0]
+            _, middle, end = fst[-1][5]
             if p == "{":
-                return _FS_BRACE
+                return frozenset((middle, "{"))
             if len(quote) == 3 and p in (quote[0], quote[:2]):
-                return _FS_QUOTE
-            return _FS_MIDDLE
+                return frozenset((middle, end))
+            return frozenset((middle,))
         c = p[0]
         if c in "#\\ \t\f":
             return None
@@ -161,7 +162,7 @@ class LexState:
                 k += 1
             word = p[:k]
             if k < len(p):  # a quote follows: a prefixed literal
-                return frozenset((STRING_PREFIXES[word.lower()],))
+                return frozenset((STRING_PREFIXES[self._ver][word.lower()],))
             return _name_kinds(self._ver, word)
         return _op_kinds(p, bool(fst))
 
@@ -275,9 +276,6 @@ class LexState:
         return LexError(fail.msg, self._pos + at, line, column)
 
 
-_FS_BRACE = frozenset(("FSTRING_MIDDLE", "{"))
-_FS_QUOTE = frozenset(("FSTRING_MIDDLE", "FSTRING_END"))
-_FS_MIDDLE = frozenset(("FSTRING_MIDDLE",))
 _NEWLINE = frozenset(("NEWLINE",))
 _NUMBER = frozenset(("NUMBER",))
 _STRING = frozenset(("STRING",))
@@ -293,7 +291,7 @@ def _name_kinds(ver: int, word: str) -> frozenset[str]:
     if kinds is None:
         found = {"NAME"}
         found.update(k for k in KEYWORD_KINDS[ver] if k.startswith(word))
-        found.update(PREFIX_KINDS.get(word.lower(), ()))
+        found.update(PREFIX_KINDS[ver].get(word.lower(), ()))
         kinds = frozenset(found)
         if len(_name_cache) < 4096:
             _name_cache[key] = kinds

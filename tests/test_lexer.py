@@ -88,7 +88,7 @@ def test_states_are_immutable_and_reusable() -> None:
 def test_targets() -> None:
     assert LexState.initial(target="3.9").target == (3, 9)
     assert LexState.initial(target=[3, 12]).target == (3, 12)
-    bad_targets: list[str | tuple[int, int]] = [(3, 7), (3, 14), (2, 7), "4.0"]
+    bad_targets: list[str | tuple[int, int]] = [(3, 7), (3, 16), (2, 7), "4.0"]
     for bad in bad_targets:
         with pytest.raises(ValueError):
             LexState.initial(target=bad)
