@@ -12,35 +12,14 @@ from ._tables import (
     PREFIX_KINDS,
     STRING_PREFIXES,
 )
+from .errors import LexError
+from .errors import LexErrorCode as Code
 from .text import count_line_ends, last_line_start
 from .version import NEWEST, TargetLike, TargetVersion
 
 __all__ = ["LexError", "LexState", "Symbol"]
 
 _FORBIDDEN_RE = re.compile("[\x00\ud800-\udfff]")
-
-
-class LexError(Exception):
-    """The text can no longer be a prefix of lexically valid Python source.
-
-    ``offset`` is the absolute character offset of the problem in all the
-    text fed since :meth:`LexState.initial`; ``line`` and ``column`` (both
-    1-based, the column counted in characters) locate it too.
-    """
-
-    def __init__(
-        self, message: str, offset: int, line: int | None = None, column: int | None = None
-    ) -> None:
-        super().__init__(message, offset)
-        self.message = message
-        self.offset = offset
-        self.line = line
-        self.column = column
-
-    def __str__(self) -> str:
-        if self.line is None:
-            return f"{self.message} (offset {self.offset})"
-        return f"{self.message} (line {self.line}, column {self.column}, offset {self.offset})"
 
 
 class LexState:
@@ -190,8 +169,10 @@ class LexState:
             except Fail as fail:
                 raise self._error(buf, fail) from None
             if text[bad.start()] == "\x00":
-                raise self._error(buf, Fail("source code cannot contain null bytes", at))
-            raise self._error(buf, Fail("surrogate characters are not allowed", at))
+                fail = Fail("source code cannot contain null bytes", at, Code.INVALID_CHARACTER)
+            else:
+                fail = Fail("surrogate characters are not allowed", at, Code.INVALID_CHARACTER)
+            raise self._error(buf, fail)
         try:
             ctx, k, symbols = lex(self._ver, self._ctx, buf, self._pos, 0, self._tail)
         except Fail as fail:
@@ -234,9 +215,12 @@ class LexState:
         n = len(buf)
         end = self._pos + n
         if ctx.fst:
-            raise self._error(buf, Fail("unterminated f-string: expecting '}'", n))
+            fail = Fail("unterminated f-string: expecting '}'", n, Code.UNTERMINATED_STRING)
+            raise self._error(buf, fail)
         if ctx.parens:
-            raise self._error(buf, Fail(f"'{ctx.parens[-1]}' was never closed", n))
+            opener = ctx.parens[-1]
+            fail = Fail(f"'{opener}' was never closed", n, Code.UNCLOSED_BRACKET, opener)
+            raise self._error(buf, fail)
         if not ctx.atbol:
             symbols.append(("NEWLINE", "", end))
         symbols.extend(("DEDENT", "", end) for _ in range(len(ctx.ind) - 1))
@@ -273,7 +257,9 @@ class LexState:
         else:
             line = self._line
             column = self._pos + at - self._lstart + 1
-        return LexError(fail.msg, self._pos + at, line, column)
+        return LexError(
+            fail.msg, self._pos + at, line, column, code=fail.code, bracket=fail.bracket
+        )
 
 
 _NEWLINE = frozenset(("NEWLINE",))
