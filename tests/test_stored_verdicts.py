@@ -11,7 +11,6 @@ machine does not have is skipped.
 from __future__ import annotations
 
 import pytest
-
 from stored_verdicts import VERSIONS, derive, stored_result, table_sources, version_name
 
 
