@@ -45,7 +45,7 @@ def guest(requests: list[bytes]) -> list[str] | None:
     )
     if done.exit_code != 0 or done.trapped:
         return None
-    lines = done.stdout.decode("utf-8").splitlines()
+    lines: list[str] = done.stdout.decode("utf-8").splitlines()
     if len(lines) != len(requests) + 1:
         return None
     return lines

@@ -169,10 +169,10 @@ class LexState:
             except Fail as fail:
                 raise self._error(buf, fail) from None
             if text[bad.start()] == "\x00":
-                fail = Fail("source code cannot contain null bytes", at, Code.INVALID_CHARACTER)
+                message = "source code cannot contain null bytes"
             else:
-                fail = Fail("surrogate characters are not allowed", at, Code.INVALID_CHARACTER)
-            raise self._error(buf, fail)
+                message = "surrogate characters are not allowed"
+            raise self._error(buf, Fail(message, at, Code.INVALID_CHARACTER))
         try:
             ctx, k, symbols = lex(self._ver, self._ctx, buf, self._pos, 0, self._tail)
         except Fail as fail:
@@ -215,12 +215,12 @@ class LexState:
         n = len(buf)
         end = self._pos + n
         if ctx.fst:
-            fail = Fail("unterminated f-string: expecting '}'", n, Code.UNTERMINATED_STRING)
-            raise self._error(buf, fail)
+            message = "unterminated f-string: expecting '}'"
+            raise self._error(buf, Fail(message, n, Code.UNTERMINATED_STRING))
         if ctx.parens:
             opener = ctx.parens[-1]
-            fail = Fail(f"'{opener}' was never closed", n, Code.UNCLOSED_BRACKET, opener)
-            raise self._error(buf, fail)
+            message = f"'{opener}' was never closed"
+            raise self._error(buf, Fail(message, n, Code.UNCLOSED_BRACKET, opener))
         if not ctx.atbol:
             symbols.append(("NEWLINE", "", end))
         symbols.extend(("DEDENT", "", end) for _ in range(len(ctx.ind) - 1))

@@ -81,6 +81,7 @@ def table_sources() -> list[str]:
     sys.path.insert(0, str(Path(__file__).parent))
     import test_grammar_versions
     import test_lexer_oracle
+    import test_newer_syntax
     import test_quotient_edges
 
     return list(
@@ -89,6 +90,7 @@ def table_sources() -> list[str]:
                 *(test_grammar_versions.module_source(s) for s in test_grammar_versions.SNIPPETS),
                 *(src for src, _ in test_lexer_oracle.VERDICTS),
                 *test_quotient_edges.oracle_sources(),
+                *test_newer_syntax.oracle_sources(),
             ]
         )
     )
