@@ -14,8 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lexer import LexError, LexState, Symbol
+from lexer.version import SUPPORTED
 
-ALL_TARGETS = [(3, 8), (3, 9), (3, 10), (3, 11), (3, 12), (3, 13)]
+ALL_TARGETS = [(v.major, v.minor) for v in SUPPORTED]
 
 
 def lex(text: str, target: tuple[int, int] = (3, 13)) -> list[Symbol]:
