@@ -72,7 +72,7 @@ def test_pending_kinds_of_a_template_string() -> None:
     assert state.pending_kinds() == {"NAME", "try"}
     state, _ = LexState.initial(target="3.14").feed("x = t'''a{x}''")
     assert state.pending_kinds() == {M, E}
-    state, _ = LexState.initial(target="3.14").feed("x = t'a{")
+    state, _ = LexState.initial(target="3.14").feed("x = t'{")
     assert state.pending_kinds() == {M, "{"}
 
 
