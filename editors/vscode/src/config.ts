@@ -47,7 +47,7 @@ export const DEFAULTS: Readonly<ServerSettings> = Object.freeze({
   topK: 50,
   mode: 'constrained',
   lineMode: 'auto',
-  pythonVersion: '3.13',
+  pythonVersion: '3.15',
   maxDocumentChars: 2_000_000,
 });
 
