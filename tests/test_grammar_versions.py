@@ -948,6 +948,12 @@ SNIPPETS = [
     "from __future__ import annotations, braces",
     "from __future__ import (generators,\n    division)",
     "from __future__ import annotations as x, division",
+    "x = 1\nfrom __future__ import braces",
+    '"doc"\nfrom __future__ import braces',
+    "def f():\n    from __future__ import braces",
+    "x = 1; from __future__ import braces",
+    "from __future__ import annotations; from __future__ import braces",
+    "x = 1\nfrom __future__ import annotations",
     # --- 3.14 and 3.15: t-strings, except without parentheses, lazy imports,
     # unpacking in comprehensions, unary plus in patterns; whitespace after '!'
     'x = t"hi"',
@@ -1194,6 +1200,26 @@ KNOWN_GAPS: dict[str, tuple[set[tuple[int, int]], str, bool]] = {
     "from __future__ import barry_as_FLUFL\nx = 1 <> 2": (
         {(3, 14), (3, 15)},
         "barry_as_FLUFL is rejected from 3.14 on (context-dependent syntax)",
+        True,
+    ),
+    # 3.14+ checks the feature names of the leading __future__ imports only (after
+    # an optional docstring); later ones are compiler errors ("must occur at the
+    # beginning of the file") that ast.parse lets through.  The grammar checks
+    # every __future__ import (sound, not complete, and only for code that
+    # cannot compile).
+    "x = 1\nfrom __future__ import braces": (
+        {(3, 14), (3, 15)},
+        "3.14+ checks only the leading __future__ imports' names",
+        True,
+    ),
+    "def f():\n    from __future__ import braces": (
+        {(3, 14), (3, 15)},
+        "3.14+ checks only the leading __future__ imports' names",
+        True,
+    ),
+    "x = 1; from __future__ import braces": (
+        {(3, 14), (3, 15)},
+        "3.14+ checks only the leading __future__ imports' names",
         True,
     ),
     # CPython 3.12.1 bug: ast.parse raises ValueError (fixed in later 3.12.x)
