@@ -953,7 +953,6 @@ SNIPPETS = [
     "def f():\n    from __future__ import braces",
     "x = 1; from __future__ import braces",
     "from __future__ import annotations; from __future__ import braces",
-    "x = 1\nfrom __future__ import annotations",
     # --- 3.14 and 3.15: t-strings, except without parentheses, lazy imports,
     # unpacking in comprehensions, unary plus in patterns; whitespace after '!'
     'x = t"hi"',
