@@ -67,13 +67,13 @@ def test_before_314_a_t_prefix_is_a_name() -> None:
 
 def test_pending_kinds_of_a_template_string() -> None:
     state, _ = LexState.initial(target="3.14").feed("x = t")
-    assert state.pending_kinds() == {"NAME", "TSTRING_START", "try"}
+    assert state.pending_kinds() == frozenset({"NAME", "TSTRING_START", "try"})
     state, _ = LexState.initial(target="3.13").feed("x = t")
-    assert state.pending_kinds() == {"NAME", "try"}
+    assert state.pending_kinds() == frozenset({"NAME", "try"})
     state, _ = LexState.initial(target="3.14").feed("x = t'''a{x}''")
-    assert state.pending_kinds() == {M, E}
+    assert state.pending_kinds() == frozenset({M, E})
     state, _ = LexState.initial(target="3.14").feed("x = t'{")
-    assert state.pending_kinds() == {M, "{"}
+    assert state.pending_kinds() == frozenset({M, "{"})
 
 
 def test_template_strings_concatenate_only_with_template_strings() -> None:
