@@ -85,7 +85,7 @@ STOPPING_MODEL: dict[str, Any] = {
 
 PROBE_INTERVAL_S = 0.1
 #: How long a server may take to answer a well-formed probe after a framing case.
-HEAL_TIMEOUT_S = 10.0
+HEAL_TIMEOUT_S = 5.0
 #: How long a case waits for its answers (a completion on a hostile document included).
 CASE_TIMEOUT_S = 60.0
 #: How long a case waits for answers to requests that need no model.  Waiting is only
@@ -401,6 +401,7 @@ class Fuzzer:
         )
         self.checks: set[asyncio.Task[None]] = set()
         self.last_completion_answer = 0.0  # event-loop times
+        self.last_answer = 0.0  # perf_counter time of the last response from the server
         self.cases = {
             cls: [(n, c) for n, c in CASES[cls] if not options.cases or n in options.cases]
             for cls in options.classes
@@ -443,6 +444,7 @@ class Fuzzer:
         code = int(error.get("code", 0)) if isinstance(error, dict) else 0
         if error is not None:
             self.tally.errors_by_code[code] += 1
+        self.last_answer = time.perf_counter()
         msg_id = message.get("id")
         record = self.pending.pop(id_key(msg_id), None) if msg_id is not None else None
         if record is None:
@@ -814,10 +816,11 @@ class Fuzzer:
         server, self.server = self.server, None
         if server is None:
             return
-        lost = [r for r in self.pending.values() if r.life == self.life]
-        for record in lost:
+        # What was sent after the server's last answer is lost with it; what it left
+        # unanswered before that stays unanswered.
+        for record in [r for r in self.pending.values() if r.life == self.life]:
             del self.pending[id_key(record.msg_id)]
-            if crashed or deaf:
+            if (crashed or deaf) and record.sent_at >= self.last_answer:
                 record.expect = "lost"
         await server.stop()
 
