@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import re
 import sys
 import threading
@@ -363,6 +364,20 @@ _ID_RE = re.compile(
 )
 
 
+def decode_body(data: bytes) -> Any:
+    """The JSON value of a body (UTF-8, as LSP says).  A value followed by more than
+    whitespace is the message, and the rest is logged: that is what a frame whose
+    length was too long holds when it swallowed a frame without a header."""
+    text = data.decode("utf-8")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg != "Extra data":
+            raise
+        log.warning("LSP input: %d bytes after the JSON of a message", len(text) - exc.pos)
+        return json.loads(text[: exc.pos])
+
+
 def sniff_id(head: bytes) -> int | str | None:
     """The id of a message that cannot be parsed whole, when it is the first member
     (or follows ``"jsonrpc"``, as clients write it): a client waiting for that
@@ -442,8 +457,8 @@ class JsonRpcGuard(LanguageServerProtocol):
         """One frame's body: parse it, check it, hand it to pygls.  Never raises
         (except ``SystemExit`` from ``exit``)."""
         try:
-            message = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as exc:  # UnicodeDecodeError is a ValueError
+            message = decode_body(data)
+        except ValueError as exc:  # UnicodeDecodeError included
             self._reply_error(
                 sniff_id(data[:_HEAD_KEPT]),
                 PARSE_ERROR,
@@ -534,14 +549,6 @@ class JsonRpcGuard(LanguageServerProtocol):
                 "after shutdown",
             )
             return
-        if method == types.EXIT:
-            self._reply_error(
-                msg_id,
-                INVALID_REQUEST,
-                "Invalid Request: exit is a notification; send it without an id",
-                "exit with id",
-            )
-            return
         if method == types.INITIALIZE:
             if self._initialized or self._initialize_id is not None:
                 self._reply_error(
@@ -557,6 +564,14 @@ class JsonRpcGuard(LanguageServerProtocol):
                 SERVER_NOT_INITIALIZED,
                 f"{method[:100]}: the server is not initialized; send initialize first",
                 "before initialize",
+            )
+            return
+        if _is_notification(method):
+            self._reply_error(
+                msg_id,
+                INVALID_REQUEST,
+                f"Invalid Request: {method} is a notification; send it without an id",
+                "notification with id",
             )
             return
         structured = self._structure(method, message, request=True)
@@ -707,6 +722,12 @@ class JsonRpcGuard(LanguageServerProtocol):
             return describe_structure_error(exc)
 
 
+def _is_notification(method: str) -> bool:
+    """A method lsprotocol knows as a notification (its message type has no id)."""
+    entry = types.METHOD_TO_TYPES.get(method)
+    return entry is not None and "id" not in attrs.fields_dict(entry[0])
+
+
 def _params_type(method: str) -> Any:
     entry = types.METHOD_TO_TYPES.get(method)
     return entry[2] if entry is not None and len(entry) > 2 else None
@@ -771,6 +792,17 @@ def _guard(server: LanguageServer) -> JsonRpcGuard:
     return protocol
 
 
+def _raw_reader(stream: IO[bytes]) -> Callable[[int], bytes]:
+    """A read that returns what is available: ``os.read`` on the file descriptor when
+    there is one (a thread blocked in a buffered stream's read holds its lock, and
+    the interpreter aborts at exit trying to take it), else ``read1`` or ``read``."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return getattr(stream, "read1", None) or stream.read
+    return lambda size: os.read(fd, size)
+
+
 def serve_stdio(
     server: LanguageServer,
     stdin: IO[bytes] | None = None,
@@ -782,7 +814,7 @@ def serve_stdio(
     stdin = stdin or sys.stdin.buffer
     protocol.set_writer(StdoutWriter(typing.cast(typing.BinaryIO, stdout or sys.stdout.buffer)))
     server._stop_event = stop = threading.Event()
-    read = getattr(stdin, "read1", None) or stdin.read
+    read = _raw_reader(stdin)
 
     async def main() -> int:
         loop = asyncio.get_running_loop()
