@@ -87,11 +87,11 @@ _LENGTH = rb"content-length[ \t]{0,16}:[ \t]{0,16}(\d{1,40})[ \t]{0,16}\r?\n"
 _LENGTH_RE = re.compile(_LENGTH, re.IGNORECASE)
 _LENGTH_LINE_RE = re.compile(rb"[ \t]*" + _LENGTH, re.IGNORECASE)
 _HEADER_SPAN = 110
-# Well-formed header lines (a frame's other headers, before its Content-Length).
-_HEADER_LINES_RE = re.compile(rb"(?:[!-9;-~]+:[^\r\n]*\r?\n|\r?\n)*")
-_TRAILING_HEADER_RE = re.compile(rb"[!-9;-~]+:[^\r\n]*\r?\n\Z")
-# What a header line starts with (a field name, maybe cut short by the end of the body).
-_HEADER_START_RE = re.compile(r"[!-9;-~]+(?::|\Z)")
+# Header lines (a frame's other headers, before its Content-Length); a field name is
+# an RFC 7230 token, which no JSON punctuation is part of.
+_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_HEADER_LINES_RE = re.compile(rb"(?:" + _TOKEN.encode() + rb":[^\r\n]*\r?\n|\r?\n)*")
+_TRAILING_HEADER_RE = re.compile(_TOKEN.encode() + rb":[^\r\n]*\r?\n\Z")
 _MAX_HEADER_LINE = 8192
 _HEAD_KEPT = 1024  # of a skipped body, to find its id
 _CHUNK = 1 << 16
@@ -157,6 +157,7 @@ class FrameReader:
         self._head = bytearray()
         self._head_sent = False
         self._carry = b""  # the last bytes skipped
+        self._skipped = 0  # bytes of the oversized body skipped so far
 
     @property
     def waiting_for_body(self) -> bool:
@@ -263,6 +264,7 @@ class FrameReader:
             self._head.clear()
             self._head_sent = False
             self._carry = b""
+            self._skipped = 0
             return True
         self._state = "body"
         self._body.clear()
@@ -282,12 +284,14 @@ class FrameReader:
                 f"the next frame's header came {cut} bytes into a body of {self._length}",
             )
             rest = bytes(self._body[cut:])
-            events.append(self._take_body(cut, "cut short by the next frame's header"))
+            # Bytes between the JSON and that header are not the message's.
+            end = self._json_end(cut) if bytes(self._body[:cut].rstrip()[-1:]) != b"}" else None
+            events.append(self._take_body(end or cut, "cut short by the next frame's header"))
             self._buffer[:0] = rest
             return True
         if len(self._body) < self._length:
             return False
-        end = self._json_end() if bytes(self._body.rstrip()[-1:]) not in (b"}", b"]") else None
+        end = self._json_end(len(self._body)) if bytes(self._body.rstrip()[-1:]) != b"}" else None
         if end is not None:
             # A length too long by a few bytes: the next frame's header begins inside
             # the body but its line does not end there.
@@ -302,19 +306,17 @@ class FrameReader:
         events.append(self._take_body(self._length, None))
         return True
 
-    def _json_end(self) -> int | None:
-        """Where the JSON text at the start of the body ends, if one does before the
-        body's end and is followed by what may start a header (only asked of bodies
-        that do not end in ``}`` or ``]``, which no whole message does)."""
-        text = self._body.decode("latin-1")  # one character a byte: indexes are offsets
+    def _json_end(self, size: int) -> int | None:
+        """Where the JSON text at the start of the body's first ``size`` bytes ends, if
+        it ends before them (asked only of bodies that do not end in ``}``, which every
+        whole message does)."""
+        text = self._body[:size].decode("latin-1")  # a character a byte: indexes are offsets
         try:
             _, end = json.JSONDecoder().raw_decode(text)
         except ValueError:
             return None
         rest = text[end:].lstrip(" \t\r\n")
-        if _HEADER_START_RE.match(rest) is None:
-            return None
-        return len(text) - len(rest)
+        return len(text) - len(rest) if rest else None
 
     def _take_body(self, size: int, problem: str | None) -> Body:
         data = bytes(self._body[:size])
@@ -324,18 +326,26 @@ class FrameReader:
 
     def _skip(self, events: list[FrameEvent]) -> bool:
         """Discard an oversized body in chunks, keeping its head (for its id) and the last
-        bytes (a header may span two chunks), until its end or the next frame's header."""
+        bytes (a header may span two chunks), until its end or the next frame's header.
+
+        The head is reported once nothing can shorten it any more: at the end of the
+        skip, or when a header starting inside it would have been seen.
+        """
         take = min(len(self._buffer), self._skip_left)
         if not take and self._skip_left:
             return False
+        window_start = self._skipped - len(self._carry)
         window = self._carry + bytes(self._buffer[:take])
         del self._buffer[:take]
         self._skip_left -= take
+        self._skipped += take
         if len(self._head) < _HEAD_KEPT:
             self._head += window[len(self._carry) :][: _HEAD_KEPT - len(self._head)]
         cut = embedded_header(window, 0)
+        if cut is not None:
+            del self._head[max(0, window_start + cut) :]
         done = cut is not None or self._skip_left == 0
-        if not self._head_sent and (done or len(self._head) >= _HEAD_KEPT):
+        if not self._head_sent and (done or self._skipped >= _HEAD_KEPT + _HEADER_SPAN):
             events.append(Oversized(self._length, bytes(self._head)))
             self._head_sent = True
         self._carry = window[-_HEADER_SPAN:]
@@ -413,6 +423,8 @@ def _type_name(type_: object) -> str:
 def _explain(exc: BaseException, type_: object) -> str:
     if isinstance(exc, KeyError):
         return "required field missing"
+    if isinstance(exc, ClassValidationError):  # a check in the class itself (a range)
+        return "; ".join(_explain(sub, None) for sub in exc.exceptions)
     text = str(exc)
     if isinstance(exc, ValueError) and "should be" in text:
         return text.rstrip(".")  # lsprotocol's range checks: "Position.line should be in ..."

@@ -20,10 +20,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lsprotocol import types  # noqa: E402
+from lsprotocol import types
 
-from lsp_server.jsonrpc import JsonRpcGuard, harden, serve_stdio, serve_tcp  # noqa: E402
-from lsp_server.server import FimLanguageServer, create_server  # noqa: E402
+from lsp_server.jsonrpc import JsonRpcGuard, harden, serve_stdio, serve_tcp
+from lsp_server.server import FimLanguageServer, create_server
 
 
 def forget_unsynced_documents(server: FimLanguageServer) -> None:
