@@ -96,6 +96,15 @@ def serve(frames: int) -> int:
 
     @server.feature("bench/heap")
     def heap(ls: Any, params: Any) -> dict[str, Any]:
+        plain = isinstance(params, dict) and params.get("plain") or getattr(params, "plain", False)
+        if plain:  # resident memory and tables only: what a user's server does
+            return {
+                "rssMb": _rss_mb(),
+                "rssAfterTrimMb": None,
+                "tracedMb": None,
+                "growth": [],
+                "tables": _tables(ls),
+            }
         gc.collect()
         if not tracemalloc.is_tracing():
             tracemalloc.start(frames)
@@ -161,7 +170,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 fuzzer.begin_case("storm", "typing_storm")
                 await _typing_storm(fuzzer, fuzzer.rng)
                 await fuzzer.drain()
-            record = await fuzzer.request("bench/heap", {})
+            record = await fuzzer.request("bench/heap", {"plain": args.plain})
             await fuzzer.wait_for([record], 120)
             row = record.result if isinstance(record.result, dict) else {}
             row["storm"] = storm
@@ -190,8 +199,8 @@ def format_report(report: dict[str, Any]) -> str:
         tables = row.get("tables", {})
         states = sum(v["states"] for k, v in tables.items() if k.startswith("automaton_"))
         lines.append(
-            f"{row['storm']:5d}  {row['rssMb']:6.1f}  {row['rssAfterTrimMb']:10.1f}  "
-            f"{row['tracedMb']:9.2f}  {tables.get('pygls_request_futures', 0):7d}  "
+            f"{row['storm']:5d}  {row['rssMb']:6.1f}  {row['rssAfterTrimMb'] or 0.0:10.1f}  "
+            f"{row['tracedMb'] or 0.0:9.2f}  {tables.get('pygls_request_futures', 0):7d}  "
             f"{states:16d}  {tables.get('builders', 0):8d}"
         )
     if len(rows) > 2:
@@ -214,6 +223,11 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model", default=None, help="GGUF path (default: the tiny stopping model)")
     p.add_argument("--frames", type=int, default=12, help="traceback depth traced")
+    p.add_argument(
+        "--plain",
+        action="store_true",
+        help="no tracemalloc and no malloc_trim: resident memory as users see it",
+    )
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-progress", dest="progress", action="store_false")
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
