@@ -96,7 +96,9 @@ def serve(frames: int) -> int:
 
     @server.feature("bench/heap")
     def heap(ls: Any, params: Any) -> dict[str, Any]:
-        plain = isinstance(params, dict) and params.get("plain") or getattr(params, "plain", False)
+        plain = (isinstance(params, dict) and params.get("plain")) or getattr(
+            params, "plain", False
+        )
         if plain:  # resident memory and tables only: what a user's server does
             return {
                 "rssMb": _rss_mb(),
