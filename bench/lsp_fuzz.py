@@ -599,7 +599,8 @@ class Fuzzer:
         up to ``timeout`` (a minute by default), but when none has been answered for
         a while the server is asked for its status: if that answer comes first, the
         rest are not coming soon (one worker serves them in order, within their
-        deadline).
+        deadline).  ``barrier=False``: no status requests, just ``timeout`` (for a
+        server that may have been shut down, which answers nothing more).
         """
         owed = [r for r in records if r.answered_at is None and r.expect == "answer"]
         if not owed:
@@ -622,7 +623,7 @@ class Fuzzer:
             now = loop.time()
             if now > deadline:
                 return False
-            if slow and now - max(self.last_completion_answer, started) > quiet:
+            if slow and barrier and now - max(self.last_completion_answer, started) > quiet:
                 ping = await self.request("fimlsp/serverStatus", {})
                 while ping.answered_at is None and loop.time() < deadline:
                     await self.check_alive()
@@ -795,7 +796,7 @@ class Fuzzer:
                 "initializationOptions": self.settings,
             },
         )
-        if not await self.wait_for([init], 30) or init.code != 0:
+        if not await self.wait_for([init], 20, barrier=False) or init.code != 0:
             await self.check_alive()
             self.tally.unresponsive.append(
                 {"class": self.cls, "case": "initialize", "answer": init.code}
@@ -1319,7 +1320,7 @@ async def _before_initialize_protocol(fz: Fuzzer, rng: random.Random) -> None:
         2,
     ):
         records.append(await fz.request("initialize", params))
-    await fz.wait_for(records)
+    await fz.wait_for(records, QUICK_TIMEOUT_S, barrier=False)  # no pings: maybe shut down
 
 
 RETIREMENTS = (
@@ -1775,7 +1776,7 @@ async def _before_initialize_storm(fz: Fuzzer, rng: random.Random) -> None:
         start, end, new, cursor = _storm_edit(doc.text, cursor, rng)
         await fz.change(doc, [(start, end, new)])
     record = await fz.complete(doc, _avoid_crlf_middle(doc.text, cursor))
-    await fz.wait_for([record])
+    await fz.wait_for([record], QUICK_TIMEOUT_S, barrier=False)
 
 
 BEFORE_INITIALIZE: dict[str, Case] = {
