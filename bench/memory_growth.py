@@ -85,7 +85,7 @@ def _rss_mb() -> float:
     return round(rss(), 1)
 
 
-def serve(frames: int) -> int:
+def serve(frames: int, layered: bool) -> int:
     """The server with ``bench/heap``; tracing starts at its first call (imports under
     ``tracemalloc`` take minutes, and only growth is of interest)."""
     from lsp_server.server import create_server
@@ -141,8 +141,13 @@ def serve(frames: int) -> int:
             "tables": _tables(ls),
         }
 
-    server.start_io()
-    return 0
+    if not layered:
+        server.start_io()
+        return 0
+    from lsp_server.jsonrpc import harden, serve_stdio
+
+    harden(server)
+    return serve_stdio(server)
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -158,6 +163,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             "--serve",
             "--frames",
             str(args.frames),
+            *(["--layered"] if args.layered else []),
         ),
         storm_changes=args.changes,
         rotate_s=1e9,
@@ -232,10 +238,15 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     )
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-progress", dest="progress", action="store_false")
+    p.add_argument(
+        "--layered",
+        action="store_true",
+        help="serve through lsp_server.jsonrpc (its reader and guard)",
+    )
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.serve:
-        return serve(args.frames)
+        return serve(args.frames, args.layered)
     report = asyncio.run(measure(args))
     out = out or sys.stdout
     print(json.dumps(report, indent=1) if args.json else format_report(report), file=out)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -612,6 +613,30 @@ class JsonRpcGuard(LanguageServerProtocol):
                     f"Internal error: {method[:100]}: {type(exc).__name__}: {exc}",
                     "handler failed",
                 )
+
+    def _execute_handler(
+        self,
+        msg_id: Any,
+        handler: Any,
+        callback: Any,
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        """pygls keeps the future of every handler run under ``_request_futures``, and
+        only a request's answer removes it: each notification handled by a generator
+        (``didOpen``, ``didChange``, ``didClose`` in pygls' own protocol) left one
+        behind for good, about 1.9 KB.  Those go when their handler is done."""
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        answers = getattr(callback, "func", None) == self._send_handler_result
+        future = None if answers else self._request_futures.get(msg_id)
+        if future is not None:
+            if future.done():
+                del self._request_futures[msg_id]
+            else:
+                future.add_done_callback(functools.partial(self._forget_future, msg_id))
+
+    def _forget_future(self, msg_id: Any, _: object) -> None:
+        self._request_futures.pop(msg_id, None)
 
     def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
         if valid_id(msg_id):

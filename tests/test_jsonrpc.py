@@ -403,6 +403,36 @@ def test_invalid_params_say_which_field() -> None:
     assert "params.position.line" in error["message"], error
 
 
+def test_notification_handlers_leave_no_futures() -> None:
+    """pygls keeps a future per notification run by a generator handler (its own
+    didOpen/didChange/didClose); the guard lets them go."""
+    opened = msg(
+        method="textDocument/didOpen",
+        params={
+            "textDocument": {
+                "uri": "file:///a.py",
+                "languageId": "python",
+                "version": 1,
+                "text": "x = 1\n",
+            }
+        },
+    )
+    changed = msg(
+        method="textDocument/didChange",
+        params={
+            "textDocument": {"uri": "file:///a.py", "version": 2},
+            "contentChanges": [{"text": "x = 2\n"}],
+        },
+    )
+    for guard, left in ((False, 101), (True, 0)):
+        server, _, receive = toy_server(guard)
+        receive(INIT)
+        receive(opened)
+        for _ in range(100):
+            receive(changed)
+        assert len(server.protocol._request_futures) == left
+
+
 def test_a_failing_protocol_hook_still_answers() -> None:
     class Failing(JsonRpcGuard):
         def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
