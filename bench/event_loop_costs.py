@@ -217,6 +217,13 @@ def gil_stalls(rows: Rows, quick: bool) -> None:
         ),
     }
     target = TargetVersion(sys.version_info.major, sys.version_info.minor)
+    gap, _ = longest_gap(functools.partial(time.sleep, 1.0))
+    rows.add(
+        "GIL: longest loop gap while the other thread sleeps (the machine's noise)",
+        "1 s",
+        [1],
+        [gap],
+    )
     for name, (left, right) in cases.items():
         gap, build = longest_gap(functools.partial(QuotientBuilder(target).build, left, right))
         rows.add(
