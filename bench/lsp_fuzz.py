@@ -91,6 +91,8 @@ CASE_TIMEOUT_S = 60.0
 #: How long a case waits for answers to requests that need no model.  Waiting is only
 #: pacing: a late answer still counts, and the run ends with a longer drain.
 QUICK_TIMEOUT_S = 5.0
+#: After ``--seconds``, how long the run may still wait for answers before it ends.
+DRAIN_S = 30.0
 COMPLETION_METHODS = ("textDocument/inlineCompletion", "textDocument/completion")
 
 OMIT = object()  # a message field left out
@@ -406,6 +408,7 @@ class Fuzzer:
         self.checks: set[asyncio.Task[None]] = set()
         self.last_completion_answer = 0.0  # event-loop times
         self.last_answer = 0.0  # perf_counter time of the last response from the server
+        self.stop_at = float("inf")  # no wait goes past it: the run's end and a drain
         self.cases = {
             cls: [(n, c) for n, c in CASES[cls] if not options.cases or n in options.cases]
             for cls in options.classes
@@ -467,6 +470,10 @@ class Fuzzer:
         if record.method in COMPLETION_METHODS:
             self.last_completion_answer = asyncio.get_running_loop().time()
 
+    def _stall(self, seconds: float, cls: str) -> None:
+        if seconds * 1e3 > self.tally.longest_stall[0]:
+            self.tally.longest_stall = (seconds * 1e3, cls)
+
     def background(self, work: Awaitable[None]) -> None:
         """Run ``work`` without waiting for it (the run waits for all of them at the end)."""
         task = asyncio.ensure_future(work)
@@ -475,10 +482,8 @@ class Fuzzer:
 
     def _probe_answered(self, record: Sent) -> None:
         assert record.answered_at is not None
-        ms = (record.answered_at - record.sent_at) * 1e3
-        self.tally.probe_ms.append(ms)
-        if ms > self.tally.longest_stall[0]:
-            self.tally.longest_stall = (ms, record.cls)
+        self._stall(record.answered_at - record.sent_at, record.cls)
+        self.tally.probe_ms.append((record.answered_at - record.sent_at) * 1e3)
         rss = record.result.get("rssMb") if isinstance(record.result, dict) else None
         if isinstance(rss, int | float):
             self.tally.rss.append(float(rss))
@@ -544,9 +549,8 @@ class Fuzzer:
             ok = await server.write(data)
         self.tally.messages += count
         self.tally.by_class_messages[cls or self.cls] += count
-        if not ok:
-            await self.check_alive()
-            raise ServerGone("the server did not read its input for a minute")
+        if not ok:  # dead, or not reading its input for a minute
+            await self.went_silent()
 
     def new_id(self) -> int:
         self.next_id += 1
@@ -609,6 +613,7 @@ class Fuzzer:
         loop = asyncio.get_running_loop()
         started = loop.time()
         deadline = started + (timeout or (CASE_TIMEOUT_S if slow else QUICK_TIMEOUT_S))
+        deadline = min(deadline, self.stop_at - time.perf_counter() + started)  # run's end
         if not slow and barrier:
             last = await self.request("fimlsp/serverStatus", {})
             owed.append(last)
@@ -827,6 +832,10 @@ class Fuzzer:
         server, self.server = self.server, None
         if server is None:
             return
+        now = time.perf_counter()
+        for record in [r for r in self.pending.values() if r.life == self.life]:
+            if record.case == "probe" and not (crashed or deaf):
+                self._stall(now - record.sent_at, record.cls)  # at least this long
         # What was sent after the server's last answer is lost with it; what it left
         # unanswered before that stays unanswered.
         for record in [r for r in self.pending.values() if r.life == self.life]:
@@ -939,6 +948,7 @@ class Fuzzer:
     async def run(self) -> dict[str, Any]:
         options = self.options
         started = time.perf_counter()
+        self.stop_at = started + options.seconds + DRAIN_S
         probe = asyncio.create_task(self.probe_loop())
         schedule = [(cls, entry) for cls in options.classes for entry in self.cases[cls]]
         turn = 0
