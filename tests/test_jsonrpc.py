@@ -259,6 +259,13 @@ def msg(**fields: Any) -> bytes:
     return encode({"jsonrpc": "2.0", **fields})
 
 
+def did_open(uri: str, text: str) -> bytes:
+    return msg(
+        method="textDocument/didOpen",
+        params={"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
+    )
+
+
 INIT = msg(id=0, method="initialize", params={"processId": None, "capabilities": {}})
 SHUTDOWN = msg(id=100, method="shutdown")
 POS = {"textDocument": {"uri": "file:///a.py"}, "position": {"line": 0, "character": 0}}
@@ -406,17 +413,7 @@ def test_invalid_params_say_which_field() -> None:
 def test_notification_handlers_leave_no_futures() -> None:
     """pygls keeps a future per notification run by a generator handler (its own
     didOpen/didChange/didClose); the guard lets them go."""
-    opened = msg(
-        method="textDocument/didOpen",
-        params={
-            "textDocument": {
-                "uri": "file:///a.py",
-                "languageId": "python",
-                "version": 1,
-                "text": "x = 1\n",
-            }
-        },
-    )
+    opened = did_open("file:///a.py", "x = 1\n")
     changed = msg(
         method="textDocument/didChange",
         params={
@@ -548,21 +545,7 @@ def test_the_real_server_through_the_layer(stopping_model: Path) -> None:
         # Before initialize: requests refused, notifications dropped; a bad initialize.
         assert client.ask(frame(status(1)))["error"]["code"] == -32002
         uri = "file:///early.py"
-        client.send(
-            frame(
-                msg(
-                    method="textDocument/didOpen",
-                    params={
-                        "textDocument": {
-                            "uri": uri,
-                            "languageId": "python",
-                            "version": 1,
-                            "text": SMALL,
-                        }
-                    },
-                )
-            )
-        )
+        client.send(frame(did_open(uri, SMALL)))
         bad = client.ask(
             frame(msg(id=2, method="initialize", params={"processId": "x", "capabilities": {}}))
         )
@@ -609,21 +592,7 @@ def test_the_real_server_through_the_layer(stopping_model: Path) -> None:
         # A document: a completion that parses; a change the server cannot take
         # makes it forget the document instead of answering for another text.
         uri = "file:///a.py"
-        client.send(
-            frame(
-                msg(
-                    method="textDocument/didOpen",
-                    params={
-                        "textDocument": {
-                            "uri": uri,
-                            "languageId": "python",
-                            "version": 1,
-                            "text": SMALL,
-                        }
-                    },
-                )
-            )
-        )
+        client.send(frame(did_open(uri, SMALL)))
         answer = client.ask(
             frame(
                 msg(
