@@ -826,15 +826,18 @@ class Fuzzer:
             self.begin_case(doc.cls, "after initialize")
             await self.sync_check(doc)
 
-    async def end_life(self, crashed: bool = False, deaf: bool = False) -> None:
-        """Close the books on the current server (it is killed if still running)."""
+    async def end_life(
+        self, crashed: bool = False, deaf: bool = False, stalled: bool = False
+    ) -> None:
+        """Close the books on the current server (it is killed if still running); its
+        probes still unanswered measure a stall, unless it died or stopped reading."""
         self.probing = False
         server, self.server = self.server, None
         if server is None:
             return
         now = time.perf_counter()
         for record in [r for r in self.pending.values() if r.life == self.life]:
-            if record.case == "probe" and not (crashed or deaf):
+            if record.case == "probe" and (stalled or not (crashed or deaf)):
                 self._stall(now - record.sent_at, record.cls)  # at least this long
         # What was sent after the server's last answer is lost with it; what it left
         # unanswered before that stays unanswered.
@@ -940,7 +943,7 @@ class Fuzzer:
             incident["stderr_tail"] = self.server.stderr_tail(600)
         (self.tally.deaf if self.cls == "framing" else self.tally.unresponsive).append(incident)
         self.log(f"SILENT after {self.case}")
-        await self.end_life(deaf=True)
+        await self.end_life(deaf=True, stalled=self.cls != "framing")
         raise ServerGone("silent")
 
     # ------------------------------------------------------------ the run
