@@ -196,6 +196,46 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     return {"storms": args.storms, "changes": args.changes, "seed": args.seed, "rows": rows}
 
 
+def automaton_growth(files: int) -> list[dict[str, Any]]:
+    """The forward automaton of this interpreter's version as standard-library files are
+    fed through one recognizer (64 characters a step): states, memo sizes, traced MB."""
+    import random
+
+    from bench.grammar_coverage import stdlib_corpus
+    from quotient_parser.recognizer import Recognizer
+
+    recognizer = Recognizer((sys.version_info.major, sys.version_info.minor))
+    auto = recognizer.automaton
+    paths = [
+        f.path
+        for f in stdlib_corpus()
+        if 2_000 < f.path.stat().st_size < 40_000 and "test" not in f.name.split("/")[0]
+    ]
+    random.Random(0).shuffle(paths)
+    recognizer.initial().feed("x = 1\n")
+    gc.collect()
+    tracemalloc.start()
+    base, rows = tracemalloc.get_traced_memory()[0], []
+    marks = {n for n in (25, 50, 100, 200, 400, 800, 1600) if n <= files} | {files}
+    for count, path in enumerate(paths[:files], 1):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        state = recognizer.initial()
+        for at in range(0, len(text), 64):
+            state = state.feed(text[at : at + 64])
+        del state
+        if count in marks:
+            gc.collect()
+            traced = tracemalloc.get_traced_memory()[0] - base
+            rows.append(
+                {"files": count, **_automaton_sizes(auto), "tracedMb": round(traced / 2**20, 1)}
+            )
+    tracemalloc.stop()
+    return rows
+
+
 def format_report(report: dict[str, Any]) -> str:
     rows = report["rows"]
     lines = [
@@ -243,10 +283,30 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         action="store_true",
         help="serve through lsp_server.jsonrpc (its reader and guard)",
     )
+    p.add_argument(
+        "--automaton",
+        type=int,
+        metavar="FILES",
+        default=0,
+        help="instead: the automaton's growth over FILES standard-library files",
+    )
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.serve:
         return serve(args.frames, args.layered)
+    if args.automaton:
+        rows = automaton_growth(args.automaton)
+        print(
+            json.dumps(rows, indent=1)
+            if args.json
+            else "\n".join(
+                f"{r['files']:5d} files: {r['states']:6d} states, {r['union']:6d} unions, "
+                f"{r['fixpoint']:6d} fixpoints, {r['tracedMb']:6.1f} MB traced"
+                for r in rows
+            ),
+            file=out or sys.stdout,
+        )
+        return 0
     report = asyncio.run(measure(args))
     out = out or sys.stdout
     print(json.dumps(report, indent=1) if args.json else format_report(report), file=out)
