@@ -1,0 +1,325 @@
+"""What the server's event loop pays per message, against document size and line length.
+
+Usage::
+
+    python -m bench.event_loop_costs [--quick] [--json]
+
+Everything in the server that runs on the event loop thread, timed in process on
+the real objects (median of a few runs, milliseconds): pygls' parse and
+deserialization of a message, ``Document.replace`` for a one-character change,
+``offset_at`` / ``position_at`` after a change, the completion item's
+``\\w*\\Z`` search and its positions, ``fimlsp/serverStatus``'s SHA-256, settings
+merges, and serializing a completion item.  The loop stalls for the sum of what
+one message costs.  Last, how long the loop waits for the GIL while the model
+worker builds a quotient for a hostile document (a 1 ms ticker on the main
+thread; its longest gap).
+
+Each row says which size varies; ``x`` is the ratio of the time at the largest size
+to the time at the previous one, against the ratio of the sizes (linear: equal;
+quadratic: its square).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import gc
+import json
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import IO, Any
+
+from lsprotocol import types
+
+from bench.lsp_fuzz import big_text, position_of
+from lsp_server.documents import Document
+from lsp_server.engine import Request
+from lsp_server.server import _WORD_TAIL, _completion_item, create_server
+from lsp_server.settings import Settings
+
+
+def timed(work: Callable[[], object], repeat: int = 5) -> float:
+    """Median milliseconds of ``work``."""
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        work()
+        times.append((time.perf_counter() - started) * 1e3)
+    return statistics.median(times)
+
+
+def code_of_size(size: int) -> str:
+    import random
+
+    return big_text(random.Random(0), size)[:size]
+
+
+class Rows:
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, name: str, varies: str, sizes: Sequence[int], ms: Sequence[float]) -> None:
+        self.rows.append(
+            {
+                "operation": name,
+                "varies": varies,
+                "sizes": list(sizes),
+                "ms": [round(m, 3) for m in ms],
+            }
+        )
+
+
+def _message(method: str, params: Any, msg_id: int | None = None) -> bytes:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+    if msg_id is not None:
+        body["id"] = msg_id
+    return json.dumps(body).encode()
+
+
+def per_message(rows: Rows, sizes: Sequence[int]) -> None:
+    """pygls' parse, deserialization and dispatch, with the server's own handlers."""
+    server = create_server()
+    protocol = server.protocol
+    protocol.set_writer(_Sink())
+    protocol.handle_message(
+        json.loads(
+            _message("initialize", {"processId": None, "capabilities": {}}, 1),
+            object_hook=protocol.structure_message,
+        )
+    )
+
+    def receive(body: bytes) -> None:  # pygls.io_.run_async's handling of one body
+        protocol.handle_message(json.loads(body, object_hook=protocol.structure_message))
+
+    opens, changes, captures, statuses = [], [], [], []
+    for size in sizes:
+        text = code_of_size(size)
+        uri = f"file:///cost-{size}.py"
+        opened = _message(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
+        )
+        opens.append(timed(lambda b=opened: receive(b), 3))  # type: ignore[misc]
+        doc = server.documents[uri]
+        middle = len(doc.text) // 2
+        line, character = position_of(doc.text, middle)
+        change = _message(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": uri, "version": 2},
+                "contentChanges": [
+                    {
+                        "range": {
+                            "start": {"line": line, "character": character},
+                            "end": {"line": line, "character": character},
+                        },
+                        "text": "x",
+                    }
+                ],
+            },
+        )
+        changes.append(timed(lambda b=change: receive(b)))  # type: ignore[misc]
+        params = types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=line, character=character),
+            context=types.InlineCompletionContext(
+                trigger_kind=types.InlineCompletionTriggerKind.Automatic
+            ),
+        )
+
+        capture_ms: list[float] = []
+        for _ in range(5):
+            receive(change)  # invalidates the line index, as typing does
+            started = time.perf_counter()
+            server.capture("id", params)
+            capture_ms.append((time.perf_counter() - started) * 1e3)
+            server._captured.clear()
+        captures.append(statistics.median(capture_ms))
+        status = server.protocol.fm.features["fimlsp/serverStatus"]
+        statuses.append(timed(lambda s=status, u=uri: s({"uri": u})))  # type: ignore[misc]
+    rows.add("didOpen: parse + handler", "document chars", sizes, opens)
+    rows.add("didChange of 1 char: parse + handler", "document chars", sizes, changes)
+    rows.add("completion request snapshot (after a change)", "document chars", sizes, captures)
+    rows.add("fimlsp/serverStatus with uri (SHA-256)", "document chars", sizes, statuses)
+    server.engine.shutdown(timeout=1)
+
+
+def per_line(rows: Rows, lengths: Sequence[int]) -> None:
+    """A change and a position on one long line (a literal, a data table)."""
+    ascii_ms: list[float] = []
+    other_ms: list[float] = []
+    for length in lengths:
+        for store, fill in ((ascii_ms, "a"), (other_ms, "é")):
+            doc = Document("file:///line.py", 's = "' + fill * length + '"\n')
+            at = (0, 5 + length // 2)
+            store.append(timed(lambda d=doc, a=at: d.replace(a, a, "x")))  # type: ignore[misc]
+    rows.add("Document.replace on a long ASCII line", "line chars", lengths, ascii_ms)
+    rows.add("Document.replace on a long non-ASCII line", "line chars", lengths, other_ms)
+
+
+def completion_item(rows: Rows, words: Sequence[int], sizes: Sequence[int]) -> None:
+    """The completion item: the word before the cursor and two positions."""
+    server = create_server()
+    server.protocol.server_capabilities = types.ServerCapabilities()
+    search_ms, item_ms = [], []
+    for word in words:  # a long run of word characters anywhere before the cursor
+        left = 's = "' + "a" * word + '"\nvalues = ('
+        search_ms.append(timed(lambda t=left: _WORD_TAIL.search(t), 3))  # type: ignore[misc]
+    rows.add("_WORD_TAIL.search (\\w*\\Z) over a word run", "word chars", words, search_ms)
+    for size in sizes:
+        text = code_of_size(size) + "values = ("
+        request = Request("file:///item.py", text, len(text), Settings())
+        item_ms.append(
+            timed(
+                lambda r=request: _completion_item(  # type: ignore[misc]
+                    server, r, ")", {"tokens": 1}
+                )
+            )
+        )
+    rows.add("_completion_item (positions, no long word)", "document chars", sizes, item_ms)
+    server.engine.shutdown(timeout=1)
+
+
+def small_work(rows: Rows) -> None:
+    layers = [{"maxTokens": 32, "lineMode": "single"}, {"fimlsp": {"deadlineMs": 900}}]
+    rows.add(
+        "Settings.merged (two layers)",
+        "-",
+        [1],
+        [timed(lambda: [Settings().merged(layer) for layer in layers], 50)],
+    )
+    item = types.CompletionItem(label="x" * 200_000, filter_text="x" * 200_000)
+    server = create_server()
+    rows.add(
+        "serialize a completion item with a 200k prefix",
+        "-",
+        [200_000],
+        [timed(lambda: json.dumps(server.protocol._converter.unstructure(item)))],
+    )
+    server.engine.shutdown(timeout=1)
+
+
+def gil_stalls(rows: Rows, quick: bool) -> None:
+    """The loop's longest wait for the GIL while another thread builds a quotient."""
+    from lexer.version import TargetVersion
+    from quotient_parser.quotient import QuotientBuilder
+
+    n = 20_000 if quick else 200_000
+    cases = {
+        f"long string line ({n} chars)": ('s = "' + "a" * n + '"\nvalues = (', "\n"),
+        "deep nesting (10k brackets)": ("x = " + "(" * 10_000, "\n"),
+        f"{'0.3' if quick else '1.5'} MB file": (
+            code_of_size(300_000 if quick else 1_500_000) + "values = (",
+            "\n",
+        ),
+    }
+    target = TargetVersion(sys.version_info.major, sys.version_info.minor)
+    gap, _ = longest_gap(functools.partial(time.sleep, 1.0))
+    rows.add(
+        "GIL: longest loop gap while the other thread sleeps (the machine's noise)",
+        "1 s",
+        [1],
+        [gap],
+    )
+    for name, (left, right) in cases.items():
+        gap, build = longest_gap(functools.partial(QuotientBuilder(target).build, left, right))
+        rows.add(
+            f"GIL: longest loop gap while building the quotient, {name}",
+            f"build {build:.0f} ms",
+            [1],
+            [gap],
+        )
+        if name.endswith("file"):  # the long gaps are full collections of the cyclic GC
+            thresholds = gc.get_threshold()
+            gc.freeze()
+            gc.set_threshold(thresholds[0], thresholds[1], thresholds[2] * 10)
+            try:
+                frozen_gap, frozen_build = longest_gap(
+                    functools.partial(QuotientBuilder(target).build, left, right)
+                )
+            finally:
+                gc.set_threshold(*thresholds)
+                gc.unfreeze()
+            rows.add(
+                f"GIL: the same with gc.freeze() and a 10x gen-2 threshold, {name}",
+                f"build {frozen_build:.0f} ms",
+                [1],
+                [frozen_gap],
+            )
+
+
+def longest_gap(work: Callable[[], object]) -> tuple[float, float]:
+    """Run ``work`` on a thread while this one ticks every millisecond: the longest
+    gap between ticks (ms) and how long the work took (ms)."""
+    done = threading.Event()
+    took: list[float] = []
+
+    def run() -> None:
+        started = time.perf_counter()
+        work()
+        took.append((time.perf_counter() - started) * 1e3)
+        done.set()
+
+    worker = threading.Thread(target=run)
+    gap, last = 0.0, time.perf_counter()
+    worker.start()
+    while not done.is_set():
+        time.sleep(0.001)
+        now = time.perf_counter()
+        gap, last = max(gap, (now - last) * 1e3), now
+    worker.join()
+    return gap, took[0]
+
+
+class _Sink:
+    def write(self, data: bytes) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+async def run(quick: bool) -> list[dict[str, Any]]:
+    rows = Rows()
+    sizes = [100_000, 1_000_000] if quick else [100_000, 1_000_000, 5_000_000]
+    per_message(rows, sizes)
+    per_line(rows, [20_000, 200_000] if quick else [20_000, 200_000, 2_000_000])
+    completion_item(
+        rows, [2_000, 5_000, 10_000] if quick else [2_000, 5_000, 10_000, 20_000], sizes
+    )
+    small_work(rows)
+    gil_stalls(rows, quick)
+    return rows.rows
+
+
+def format_rows(rows: list[dict[str, Any]]) -> str:
+    lines = ["event-loop costs (median ms)"]
+    for row in rows:
+        sizes, ms = row["sizes"], row["ms"]
+        cells = ", ".join(f"{s:,}: {m:.3f}" for s, m in zip(sizes, ms))
+        growth = ""
+        if len(ms) > 1 and ms[-2] > 0:
+            growth = f"  (x{ms[-1] / ms[-2]:.1f} for x{sizes[-1] / sizes[-2]:.0f} {row['varies']})"
+        elif row["varies"] != "-":
+            growth = f"  ({row['varies']})"
+        lines.append(f"  {row['operation']}: {cells}{growth}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.event_loop_costs", description=__doc__)
+    p.add_argument("--quick", action="store_true", help="smaller sizes (seconds, not a minute)")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    rows = asyncio.run(run(args.quick))
+    out = out or sys.stdout
+    print(json.dumps(rows, indent=1) if args.json else format_rows(rows), file=out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,317 @@
+"""Where the server's memory goes during change-and-request storms.
+
+Usage::
+
+    python -m bench.memory_growth [--storms 20] [--changes 300] [--seed 0] [--model PATH]
+        [--frames 12] [--json]
+
+Starts the real server (pygls' own reader, as ``fimlsp --stdio`` does) under
+``tracemalloc`` with one extra request, ``bench/heap``, and runs storms of
+incremental changes with completion requests and cancellations
+(``bench.lsp_fuzz``'s typing storm, each on a fresh standard-library file, opened
+and closed).  After each storm, once every answer is in, ``bench/heap`` reports
+the resident memory, what ``tracemalloc`` traces, the growth since the previous
+storm grouped by the allocating line (with its caller), the sizes of every cache
+and table that could grow (pygls' future and result maps, the Earley automata
+of the recognizers and of the backward parser, the engine's quotient builders,
+the server's captured requests) and what ``malloc_trim`` gives back, which tells
+fragmentation from live objects.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ctypes
+import gc
+import json
+import sys
+import tracemalloc
+from collections.abc import Sequence
+from typing import IO, Any
+
+from bench.lsp_fuzz import Fuzzer, Options, resolve_model
+
+
+def _automaton_sizes(auto: Any) -> dict[str, int]:
+    return {
+        "states": len(auto.st_items),
+        "goto": sum(len(d) for d in auto.st_goto),
+        "goto_complete": sum(len(d) for d in auto.st_goto_complete),
+        "union": len(auto._union),
+        "union_many": len(auto._union_many),
+        "fixpoint": len(auto._fixpoint),
+    }
+
+
+def _tables(server: Any) -> dict[str, Any]:
+    """Every table of the server process that could grow without bound."""
+    from quotient_parser import suffix
+    from quotient_parser.earley import Automaton
+    from quotient_parser.recognizer import Recognizer
+
+    protocol = server.protocol
+    engine = server.engine
+    rights = [b._rights for b in engine._builders.values()]
+    tables: dict[str, Any] = {
+        "pygls_request_futures": len(protocol._request_futures),
+        "pygls_result_types": len(protocol._result_types),
+        "captured": len(server._captured),
+        "running": len(server._running),
+        "documents": len(server.documents),
+        "builders": len(engine._builders),
+        "builder_right_contexts": sum(len(r) for r in rights),
+        "builder_right_memo": sum(len(c.memo) for r in rights for c in r.values()),
+        "builder_right_table": sum(len(c.table) for r in rights for c in r.values()),
+        "recent_backward_parses": sum(len(keep) for keep in suffix._RECENT_PARSES),
+    }
+    automata = [o for o in gc.get_objects() if isinstance(o, Automaton)]
+    forward = {id(r.automaton): str(v) for v, r in Recognizer._cache.items()}
+    for auto in automata:
+        name = forward.get(id(auto))
+        key = f"automaton_{name}" if name else f"reversed_automaton_{len(auto.st_items)}"
+        tables[key if name else "reversed_automata"] = _automaton_sizes(auto)
+    return tables
+
+
+def _frame(frame: tracemalloc.Frame) -> str:
+    name = frame.filename.rsplit("site-packages/", 1)[-1].rsplit("/hardening/", 1)[-1]
+    return f"{name}:{frame.lineno}"
+
+
+def _rss_mb() -> float:
+    from lsp_server.server import _rss_mb as rss
+
+    return round(rss(), 1)
+
+
+def serve(frames: int, layered: bool) -> int:
+    """The server with ``bench/heap``; tracing starts at its first call (imports under
+    ``tracemalloc`` take minutes, and only growth is of interest)."""
+    from lsp_server.server import create_server
+
+    server = create_server()
+    previous: list[tracemalloc.Snapshot] = []
+    ignore = [tracemalloc.Filter(False, tracemalloc.__file__)]
+
+    @server.feature("bench/heap")
+    def heap(ls: Any, params: Any) -> dict[str, Any]:
+        plain = (isinstance(params, dict) and params.get("plain")) or getattr(
+            params, "plain", False
+        )
+        if plain:  # resident memory and tables only: what a user's server does
+            return {
+                "rssMb": _rss_mb(),
+                "rssAfterTrimMb": None,
+                "tracedMb": None,
+                "growth": [],
+                "tables": _tables(ls),
+            }
+        gc.collect()
+        if not tracemalloc.is_tracing():
+            tracemalloc.start(frames)
+        snapshot = tracemalloc.take_snapshot().filter_traces(ignore)
+        rss = _rss_mb()
+        traced, _ = tracemalloc.get_traced_memory()
+        top: list[dict[str, Any]] = []
+        if previous:
+            for stat in snapshot.compare_to(previous[-1], "traceback")[:12]:
+                if stat.size_diff <= 0:
+                    continue
+                where = [_frame(f) for f in reversed(stat.traceback[-4:])]  # innermost first
+                top.append(
+                    {
+                        "kb": round(stat.size_diff / 1024, 1),
+                        "count": stat.count_diff,
+                        "where": where,
+                    }
+                )
+        previous[:] = [snapshot]
+        try:
+            trim = ctypes.CDLL("libc.so.6").malloc_trim
+            trim(0)
+            trimmed = _rss_mb()
+        except (OSError, AttributeError):
+            trimmed = rss
+        return {
+            "rssMb": rss,
+            "rssAfterTrimMb": trimmed,
+            "tracedMb": round(traced / 2**20, 2),
+            "growth": top,
+            "tables": _tables(ls),
+        }
+
+    if not layered:
+        server.start_io()
+        return 0
+    from lsp_server.jsonrpc import harden, serve_stdio
+
+    harden(server)
+    return serve_stdio(server)
+
+
+async def measure(args: argparse.Namespace) -> dict[str, Any]:
+    from bench.lsp_fuzz import typing_storm
+
+    options = Options(
+        seed=args.seed,
+        classes=("storm",),
+        server=(
+            sys.executable,
+            "-m",
+            "bench.memory_growth",
+            "--serve",
+            "--frames",
+            str(args.frames),
+            *(["--layered"] if args.layered else []),
+        ),
+        storm_changes=args.changes,
+        rotate_s=1e9,
+    )
+    fuzzer = Fuzzer(options, resolve_model(args.model))
+    fuzzer.options.classes = ()  # no abuse before initialize: a plain session
+    rows = []
+    try:
+        await fuzzer.start_life()
+        for storm in range(args.storms + 1):
+            if storm:  # storm 0: the baseline after start-up
+                fuzzer.begin_case("storm", "typing_storm")
+                await typing_storm(fuzzer, fuzzer.rng)
+                await fuzzer.drain()
+            record = await fuzzer.request("bench/heap", {"plain": args.plain})
+            await fuzzer.wait_for([record], 120)
+            row = record.result if isinstance(record.result, dict) else {}
+            row["storm"] = storm
+            rows.append(row)
+            if args.progress:
+                print(
+                    f"storm {storm}: {row.get('rssMb')} MB resident, "
+                    f"{row.get('tracedMb')} MB traced",
+                    file=sys.stderr,
+                )
+    finally:
+        if fuzzer.server is not None:
+            await fuzzer.server.stop()
+        fuzzer.oracle.shutdown(cancel_futures=True)
+    return {"storms": args.storms, "changes": args.changes, "seed": args.seed, "rows": rows}
+
+
+def automaton_growth(files: int) -> list[dict[str, Any]]:
+    """The forward automaton of this interpreter's version as standard-library files are
+    fed through one recognizer (64 characters a step): states, memo sizes, traced MB."""
+    import random
+
+    from bench.corpus import stdlib_corpus
+    from quotient_parser.recognizer import Recognizer
+
+    recognizer = Recognizer((sys.version_info.major, sys.version_info.minor))
+    auto = recognizer.automaton
+    paths = [
+        f.path
+        for f in stdlib_corpus()
+        if 2_000 < f.path.stat().st_size < 40_000 and "test" not in f.name.split("/")[0]
+    ]
+    random.Random(0).shuffle(paths)
+    recognizer.initial().feed("x = 1\n")
+    gc.collect()
+    tracemalloc.start()
+    base, rows = tracemalloc.get_traced_memory()[0], []
+    marks = {n for n in (25, 50, 100, 200, 400, 800, 1600) if n <= files} | {files}
+    for count, path in enumerate(paths[:files], 1):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        state = recognizer.initial()
+        for at in range(0, len(text), 64):
+            state = state.feed(text[at : at + 64])
+        del state
+        if count in marks:
+            gc.collect()
+            traced = tracemalloc.get_traced_memory()[0] - base
+            rows.append(
+                {"files": count, **_automaton_sizes(auto), "tracedMb": round(traced / 2**20, 1)}
+            )
+    tracemalloc.stop()
+    return rows
+
+
+def format_report(report: dict[str, Any]) -> str:
+    rows = report["rows"]
+    lines = [
+        f"memory growth: {report['storms']} storms of {report['changes']} changes "
+        f"(seed {report['seed']})",
+        "storm  rss MB  after trim  traced MB  futures  automaton states  builders",
+    ]
+    for row in rows:
+        tables = row.get("tables", {})
+        states = sum(v["states"] for k, v in tables.items() if k.startswith("automaton_"))
+        lines.append(
+            f"{row['storm']:5d}  {row['rssMb']:6.1f}  {row['rssAfterTrimMb'] or 0.0:10.1f}  "
+            f"{row['tracedMb'] or 0.0:9.2f}  {tables.get('pygls_request_futures', 0):7d}  "
+            f"{states:16d}  {tables.get('builders', 0):8d}"
+        )
+    if len(rows) > 2:
+        growth: dict[tuple[str, ...], float] = {}
+        for row in rows[2:]:  # after the first storm, which warms every table
+            for item in row.get("growth", []):
+                key = tuple(item["where"][:3])
+                growth[key] = growth.get(key, 0.0) + item["kb"]
+        lines.append(f"largest traced growth over storms 2-{len(rows) - 1} (KB, by line):")
+        for key, kb in sorted(growth.items(), key=lambda kv: -kv[1])[:10]:
+            lines.append(f"  {kb:8.1f}  {' <- '.join(key)}")
+        lines.append("tables at the end: " + json.dumps(rows[-1].get("tables", {})))
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.memory_growth", description=__doc__)
+    p.add_argument("--storms", type=int, default=20)
+    p.add_argument("--changes", type=int, default=300)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--model", default=None, help="GGUF path (default: the tiny stopping model)")
+    p.add_argument("--frames", type=int, default=12, help="traceback depth traced")
+    p.add_argument(
+        "--plain",
+        action="store_true",
+        help="no tracemalloc and no malloc_trim: resident memory as users see it",
+    )
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-progress", dest="progress", action="store_false")
+    p.add_argument(
+        "--layered",
+        action="store_true",
+        help="serve through lsp_server.jsonrpc (its reader and guard)",
+    )
+    p.add_argument(
+        "--automaton",
+        type=int,
+        metavar="FILES",
+        default=0,
+        help="instead: the automaton's growth over FILES standard-library files",
+    )
+    p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.serve:
+        return serve(args.frames, args.layered)
+    if args.automaton:
+        rows = automaton_growth(args.automaton)
+        print(
+            json.dumps(rows, indent=1)
+            if args.json
+            else "\n".join(
+                f"{r['files']:5d} files: {r['states']:6d} states, {r['union']:6d} unions, "
+                f"{r['fixpoint']:6d} fixpoints, {r['tracedMb']:6.1f} MB traced"
+                for r in rows
+            ),
+            file=out or sys.stdout,
+        )
+        return 0
+    report = asyncio.run(measure(args))
+    out = out or sys.stdout
+    print(json.dumps(report, indent=1) if args.json else format_report(report), file=out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,678 @@
+"""lsp_server.jsonrpc: the frame reader on byte streams, the message guard against pygls'
+own handling (each case shows today's behaviour and the new one), and the real server
+started through the layer (tests/jsonrpc_server.py) over stdio and TCP.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import socket
+import subprocess
+import sys
+import threading
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+
+from bench.lsp_fuzz import SMALL, OutputParser, encode, frame, oracle_parse
+from lsp_server.jsonrpc import Body, FrameReader, JsonRpcGuard, Oversized, decode_body
+
+# --------------------------------------------------------------------------- the reader
+
+
+def message(msg_id: int, size: int = 0) -> bytes:
+    return encode({"jsonrpc": "2.0", "id": msg_id, "method": "m", "params": {"x": "y" * size}})
+
+
+ONE, TWO = message(1), message(2)
+
+
+def read_all(data: bytes, reader: FrameReader | None = None) -> list[Body | Oversized]:
+    reader = reader or FrameReader()
+    return reader.feed(data) + reader.close()
+
+
+def bodies(events: list[Body | Oversized]) -> list[bytes]:
+    return [e.data for e in events if isinstance(e, Body)]
+
+
+FRAMINGS: dict[str, tuple[bytes, list[bytes]]] = {
+    "standard": (frame(ONE) + frame(TWO), [ONE, TWO]),
+    "lowercase header": (b"content-length: %d\r\n\r\n" % len(ONE) + ONE + frame(TWO), [ONE, TWO]),
+    "no space, upper case": (b"CONTENT-LENGTH:%d\r\n\r\n" % len(ONE) + ONE, [ONE]),
+    "LF-only lines": (b"Content-Length: %d\n\n" % len(ONE) + ONE + frame(TWO), [ONE, TWO]),
+    "spaces and tabs": (b"Content-Length: \t%d \t\r\n\r\n" % len(ONE) + ONE, [ONE]),
+    "headers before": (
+        b"Content-Type: x\r\nX-A: b\r\nContent-Length: %d\r\n\r\n" % len(ONE) + ONE,
+        [ONE],
+    ),
+    "headers after": (b"Content-Length: %d\r\nContent-Type: x\r\n\r\n" % len(ONE) + ONE, [ONE]),
+    "no blank line": (b"Content-Length: %d\r\n" % len(ONE) + ONE + frame(TWO), [ONE, TWO]),
+    "garbage between": (frame(ONE) + b"\x00\xff junk \r\n\r\nmore\n" + frame(TWO), [ONE, TWO]),
+    "garbage glued to a header": (b"xyz}}" + frame(ONE), [ONE]),
+    "a long header line": (b"X-Junk: " + b"a" * 100_000 + b"\r\n" + frame(ONE), [ONE]),
+    "length too short": (
+        b"Content-Length: %d\r\n\r\n" % (len(ONE) - 5) + ONE + frame(TWO),
+        [ONE[:-5], TWO],
+    ),
+    "length too long by 1": (
+        b"Content-Length: %d\r\n\r\n" % (len(ONE) + 1) + ONE + frame(TWO),
+        [ONE, TWO],
+    ),
+    "length too long by 500": (
+        b"Content-Length: %d\r\n\r\n" % (len(ONE) + 500) + ONE + frame(TWO),
+        [ONE, TWO],
+    ),
+    "length too long, input ends": (b"Content-Length: %d\r\n\r\n" % (len(ONE) + 9) + ONE, [ONE]),
+    "missing length": (b"Content-Type: x\r\n\r\n" + ONE + frame(TWO), [TWO]),
+    "malformed length": (b"Content-Length: abc\r\n\r\n" + ONE + frame(TWO), [TWO]),
+    "negative length": (b"Content-Length: -5\r\n\r\n" + ONE + frame(TWO), [TWO]),
+    "empty body": (b"Content-Length: 0\r\n\r\n" + frame(TWO), [b"", TWO]),
+    "not JSON": (frame(b"not json") + frame(TWO), [b"not json", TWO]),
+}
+
+
+@pytest.mark.parametrize("name", FRAMINGS)
+def test_frames_are_found_whatever_the_framing(name: str) -> None:
+    data, expected = FRAMINGS[name]
+    assert bodies(read_all(data)) == expected
+
+
+@pytest.mark.parametrize("length", [10**12, 2**63, 10**30, 65 * 2**20])
+def test_an_absurd_length_is_reported_and_the_next_frame_found(length: int) -> None:
+    events = read_all(b"Content-Length: %d\r\n\r\n" % length + ONE + frame(TWO))
+    assert isinstance(events[0], Oversized)
+    assert events[0].length == length and events[0].head.startswith(ONE)
+    assert bodies(events) == [TWO]
+
+
+def test_an_oversized_body_is_skipped_in_chunks_without_being_held() -> None:
+    reader = FrameReader(max_content_length=2**20)
+    chunk = b"x" * 2**16
+    tracemalloc.start()
+    try:
+        events = reader.feed(b"Content-Length: %d\r\n\r\n" % (8 * 2**20))
+        for _ in range(128):  # 8 MiB of body, four times the limit
+            events += reader.feed(chunk)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    events += reader.feed(frame(TWO))
+    assert [type(e) for e in events] == [Oversized, Body] and bodies(events) == [TWO]
+    assert peak < 2**20, f"peak {peak} bytes while skipping"
+
+
+def test_a_short_body_is_taken_when_the_input_pauses() -> None:
+    reader = FrameReader()
+    assert reader.feed(b"Content-Length: %d\r\n\r\n" % (len(ONE) + 40) + ONE) == []
+    assert reader.waiting_for_body
+    assert bodies(reader.idle()) == [ONE]
+    assert reader.problems["short body"] == 1
+    assert bodies(reader.feed(frame(TWO))) == [TWO]
+
+
+def test_an_incomplete_body_is_not_taken_at_a_pause() -> None:
+    reader = FrameReader()
+    assert reader.feed(b"Content-Length: %d\r\n\r\n" % len(ONE) + ONE[:20]) == []
+    assert reader.idle() == []
+    assert bodies(reader.feed(ONE[20:])) == [ONE]
+
+
+def test_a_body_cut_by_the_next_header_keeps_that_frames_other_headers() -> None:
+    cut = b"Content-Length: %d\r\n\r\n" % (len(ONE) + 200) + ONE
+    events = read_all(cut + b"Content-Type: x\r\n" + frame(TWO) + b" " * 200)
+    assert bodies(events) == [ONE, TWO]
+
+
+def test_problems_are_counted() -> None:
+    reader = FrameReader()
+    read_all(b"junk\r\n" + b"Content-Length: 10\r\n\r\n{}" + frame(ONE), reader)
+    assert reader.problems["garbage"] == 1 and reader.problems["cut body"] == 1
+
+
+def test_a_value_followed_by_junk_is_decoded() -> None:
+    assert decode_body(ONE + b"Content-Type: x\r\n\r\n{") == json.loads(ONE)
+    with pytest.raises(ValueError):
+        decode_body(b'{"a": \xff}')
+
+
+# A stream of frames, each correct or broken in one way, cut into arbitrary chunks.
+KINDS = [
+    "good",
+    "lowercase",
+    "lf",
+    "extra headers",
+    "garbage before",
+    "too long",
+    "too short",
+    "missing length",
+    "oversized",
+]
+RECOVERED = {"good", "lowercase", "lf", "extra headers", "garbage before", "too long"}
+
+
+def _framed(kind: str, body: bytes, extra: int) -> bytes:
+    n = len(body)
+    return {
+        "good": frame(body),
+        "lowercase": b"content-length: %d\r\n\r\n" % n + body,
+        "lf": b"Content-Length: %d\n\n" % n + body,
+        "extra headers": b"Content-Type: a/b\r\nContent-Length: %d\r\nX: y\r\n\r\n" % n + body,
+        "garbage before": b"\x00\xfe garbage \n" * (extra % 3 + 1) + frame(body),
+        "too long": b"Content-Length: %d\r\n\r\n" % (n + extra) + body,
+        "too short": b"Content-Length: %d\r\n\r\n" % max(1, n - extra) + body,
+        "missing length": b"Content-Type: a/b\r\n\r\n" + body,
+        "oversized": b"Content-Length: %d\r\n\r\n" % 10**12 + body,
+    }[kind]
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(KINDS), st.integers(1, 300), st.integers(0, 200)),
+        min_size=1,
+        max_size=8,
+    ),
+    st.lists(st.integers(1, 400), min_size=1, max_size=30),
+)
+def test_any_stream_in_any_chunks(frames: list[tuple[str, int, int]], cuts: list[int]) -> None:
+    """Chunk boundaries change nothing, and every frame that can be recovered is: its
+    message comes out, in order, whatever broken frames surround it."""
+    stream = b""
+    wanted = []
+    for index, (kind, extra, size) in enumerate(frames):
+        body = message(index, size)
+        stream += _framed(kind, body, extra)
+        if kind in RECOVERED:
+            wanted.append(json.loads(body))
+    whole = read_all(stream)
+    reader, chunked, at = FrameReader(), [], 0
+    for size in cuts * (len(stream) // sum(cuts) + 1):
+        chunked += reader.feed(stream[at : at + size])
+        at += size
+        if at >= len(stream):
+            break
+    chunked += reader.close()
+    assert chunked == whole
+    decoded = []
+    for body in bodies(whole):
+        try:
+            decoded.append(decode_body(body))
+        except ValueError:
+            continue
+    found = iter(decoded)
+    assert all(any(d == w for d in found) for w in wanted), (wanted, decoded)
+
+
+# --------------------------------------------------------------------------- the guard
+
+
+class Collect:
+    """A pygls writer that keeps what the server sends."""
+
+    def __init__(self) -> None:
+        self.parser = OutputParser()
+        self.messages: list[dict[str, Any]] = []
+
+    def write(self, data: bytes) -> None:
+        self.messages += self.parser.feed(data)
+
+    def close(self) -> None:
+        pass
+
+
+def toy_server(guard: bool) -> tuple[LanguageServer, Collect, Callable[[bytes], None]]:
+    """A pygls server with one feature, fed bodies the way pygls' reader does (today) or
+    through the guard (new)."""
+    protocol_cls = JsonRpcGuard if guard else LanguageServerProtocol
+    server = LanguageServer("toy", "1", protocol_cls=protocol_cls)
+
+    @server.feature(types.TEXT_DOCUMENT_COMPLETION)
+    def completion(ls: LanguageServer, params: types.CompletionParams) -> types.CompletionList:
+        return types.CompletionList(is_incomplete=False, items=[])
+
+    out = Collect()
+    server.protocol.set_writer(out)
+    protocol = server.protocol
+
+    def pygls_receive(body: bytes) -> None:  # pygls.io_.run_async's handling of a body
+        try:
+            protocol.handle_message(json.loads(body, object_hook=protocol.structure_message))
+        except Exception as exc:
+            server.report_server_error(exc, JsonRpcException)
+
+    receive = protocol.receive_body if isinstance(protocol, JsonRpcGuard) else pygls_receive
+    return server, out, receive
+
+
+def msg(**fields: Any) -> bytes:
+    return encode({"jsonrpc": "2.0", **fields})
+
+
+def did_open(uri: str, text: str) -> bytes:
+    return msg(
+        method="textDocument/didOpen",
+        params={"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
+    )
+
+
+INIT = msg(id=0, method="initialize", params={"processId": None, "capabilities": {}})
+SHUTDOWN = msg(id=100, method="shutdown")
+POS = {"textDocument": {"uri": "file:///a.py"}, "position": {"line": 0, "character": 0}}
+COMPLETE = msg(id=1, method="textDocument/completion", params=POS)
+
+# (setup, body, what plain pygls does, what the guard does); an answer is (id, code), code 0
+# for a result; "popup" is a window/showMessage and no answer; None is silence.
+PROTOCOL_CASES: dict[str, tuple[list[bytes], bytes, Any, Any]] = {
+    "not JSON": ([INIT], b"{oops", "popup", (None, -32700)),
+    "not JSON, id readable": (
+        [INIT],
+        b'{"jsonrpc":"2.0","id":7,"method":"x", oops',
+        "popup",
+        (7, -32700),
+    ),
+    "not an object": ([INIT], b"42", "popup", (None, -32600)),
+    "a batch": ([INIT], b"[" + COMPLETE + b"]", "popup", (None, -32600)),
+    "an object id": (
+        [INIT],
+        msg(id={"a": 1}, method="textDocument/completion", params=POS),
+        ({"a": 1}, 0),
+        (None, -32600),
+    ),
+    "a float id": (
+        [INIT],
+        msg(id=1.5, method="textDocument/completion", params=POS),
+        (1.5, 0),
+        (None, -32600),
+    ),
+    "a null id": (
+        [INIT],
+        msg(id=None, method="textDocument/completion", params=POS),
+        (None, 0),
+        (None, -32600),
+    ),
+    "line 'four'": (
+        [INIT],
+        msg(
+            id=1,
+            method="textDocument/completion",
+            params={**POS, "position": {"line": "four", "character": 0}},
+        ),
+        "popup",
+        (1, -32602),
+    ),
+    "a negative line": (
+        [INIT],
+        msg(
+            id=1,
+            method="textDocument/completion",
+            params={**POS, "position": {"line": -1, "character": 0}},
+        ),
+        "popup",
+        (1, -32602),
+    ),
+    "params null": (
+        [INIT],
+        msg(id=1, method="textDocument/completion", params=None),
+        "popup",
+        (1, -32602),
+    ),
+    "no uri": (
+        [INIT],
+        msg(id=1, method="textDocument/completion", params={**POS, "textDocument": {}}),
+        "popup",
+        (1, -32602),
+    ),
+    "no jsonrpc": (
+        [INIT],
+        encode({"id": 1, "method": "textDocument/completion", "params": POS}),
+        "popup",
+        (1, -32600),
+    ),
+    "a method that is a number": ([INIT], msg(id=1, method=5), "popup", (1, -32600)),
+    "a notification with an id": (
+        [INIT],
+        msg(id=1, method="textDocument/didSave", params={"textDocument": {"uri": "file:///a.py"}}),
+        None,
+        (1, -32600),
+    ),
+    "an unknown method": ([INIT], msg(id=1, method="x/y", params={}), (1, -32601), (1, -32601)),
+    "before initialize": ([], COMPLETE, (1, 0), (1, -32002)),
+    "initialize twice": ([INIT], INIT.replace(b'"id":0', b'"id":9'), (9, 0), (9, -32600)),
+    "a bad initialize": (
+        [],
+        msg(id=3, method="initialize", params={"processId": "x", "capabilities": {}}),
+        "popup",
+        (3, -32602),
+    ),
+    "after shutdown": ([INIT, SHUTDOWN], COMPLETE, None, (1, -32600)),
+    "a notification with bad params": (
+        [INIT],
+        msg(
+            method="textDocument/didChange",
+            params={
+                "textDocument": {"uri": "file:///a.py", "version": 2**40},
+                "contentChanges": [{"text": "x"}],
+            },
+        ),
+        "popup",
+        "log",
+    ),
+}
+
+
+def outcome(messages: list[dict[str, Any]]) -> Any:
+    if not messages:
+        return None
+    first = messages[0]
+    if first.get("method") == "window/showMessage":
+        return "popup"
+    if first.get("method") == "window/logMessage":
+        return "log"
+    return first.get("id"), (first.get("error") or {}).get("code", 0)
+
+
+@pytest.mark.parametrize("name", PROTOCOL_CASES)
+def test_pygls_today_and_the_guard(name: str) -> None:
+    setup, body, today, guarded = PROTOCOL_CASES[name]
+    for guard, expected in ((False, today), (True, guarded)):
+        _, out, receive = toy_server(guard)
+        for earlier in setup:
+            receive(earlier)
+        out.messages.clear()
+        receive(body)
+        assert outcome(out.messages) == expected, ("guard" if guard else "pygls", out.messages)
+        assert len(out.messages) <= 1
+
+
+def test_invalid_params_say_which_field() -> None:
+    _, out, receive = toy_server(guard=True)
+    receive(INIT)
+    receive(
+        msg(
+            id=5,
+            method="textDocument/completion",
+            params={**POS, "position": {"line": "four", "character": 2**40}},
+        )
+    )
+    error = out.messages[-1]["error"]
+    assert out.messages[-1]["id"] == 5
+    assert "params.position.line" in error["message"], error
+
+
+def test_notification_handlers_leave_no_futures() -> None:
+    """pygls keeps a future per notification run by a generator handler (its own
+    didOpen/didChange/didClose); the guard lets them go."""
+    opened = did_open("file:///a.py", "x = 1\n")
+    changed = msg(
+        method="textDocument/didChange",
+        params={
+            "textDocument": {"uri": "file:///a.py", "version": 2},
+            "contentChanges": [{"text": "x = 2\n"}],
+        },
+    )
+    for guard, left in ((False, 101), (True, 0)):
+        server, _, receive = toy_server(guard)
+        receive(INIT)
+        receive(opened)
+        for _ in range(100):
+            receive(changed)
+        assert len(server.protocol._request_futures) == left
+
+
+def test_a_failing_protocol_hook_still_answers() -> None:
+    class Failing(JsonRpcGuard):
+        def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
+            raise AttributeError("no capabilities yet")
+
+    server = LanguageServer("toy", "1", protocol_cls=Failing)
+    out = Collect()
+    server.protocol.set_writer(out)
+    guard = server.protocol
+    assert isinstance(guard, JsonRpcGuard)
+    guard._initialized = True
+    guard.receive_body(COMPLETE)
+    assert outcome(out.messages) == (1, -32603)
+    assert "no capabilities yet" in out.messages[0]["error"]["message"]
+    assert not guard.owed
+
+
+# --------------------------------------------------------------------------- a real server
+
+pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+
+from lsp_fixtures import stopping_model  # noqa: E402
+from model_fixtures import model_cache, tiny_factory  # noqa: E402
+
+__all__ = ["model_cache", "stopping_model", "tiny_factory"]  # fixtures used by name
+
+SCRIPT = Path(__file__).with_name("jsonrpc_server.py")
+
+
+class RawClient:
+    """Frames written by hand to a server, its answers collected by a thread."""
+
+    def __init__(self, write: Callable[[bytes], None], read: Callable[[int], bytes]) -> None:
+        self.write = write
+        self.answers: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.notifications: list[dict[str, Any]] = []
+        parser = OutputParser()
+
+        def pump() -> None:
+            while chunk := read(1 << 16):
+                for item in parser.feed(chunk):
+                    if "method" in item:
+                        self.notifications.append(item)
+                    else:
+                        self.answers.put(item)
+
+        threading.Thread(target=pump, daemon=True).start()
+
+    def send(self, data: bytes) -> None:
+        self.write(data)
+
+    def answer(self, timeout: float = 20) -> dict[str, Any]:
+        return self.answers.get(timeout=timeout)
+
+    def ask(self, data: bytes) -> dict[str, Any]:
+        self.send(data)
+        return self.answer()
+
+
+def status(msg_id: Any, uri: str | None = None) -> bytes:
+    return msg(id=msg_id, method="fimlsp/serverStatus", params={"uri": uri} if uri else {})
+
+
+def initialize(model: Path) -> bytes:
+    return msg(
+        id="init",
+        method="initialize",
+        params={
+            "processId": None,
+            "capabilities": {},
+            "initializationOptions": {
+                "model": str(model),
+                "maxTokens": 16,
+                "pythonVersion": f"{sys.version_info[0]}.{sys.version_info[1]}",
+            },
+        },
+    )
+
+
+def start(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, str(SCRIPT), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def stdio_client(proc: subprocess.Popen[bytes]) -> RawClient:
+    assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
+
+    def write(data: bytes) -> None:
+        stdin.write(data)
+        stdin.flush()
+
+    return RawClient(write, stdout.read1)  # type: ignore[attr-defined]
+
+
+def wait_ready(client: RawClient) -> None:
+    for attempt in range(300):
+        state = client.ask(frame(status(f"ready-{attempt}")))["result"]["state"]
+        if state not in ("idle", "loading"):  # idle: settings not applied yet
+            assert state == "ready"
+            return
+        time.sleep(0.1)
+
+
+def test_the_real_server_through_the_layer(stopping_model: Path) -> None:
+    proc = start()
+    client = stdio_client(proc)
+    try:
+        # Before initialize: requests refused, notifications dropped; a bad initialize.
+        assert client.ask(frame(status(1)))["error"]["code"] == -32002
+        uri = "file:///early.py"
+        client.send(frame(did_open(uri, SMALL)))
+        bad = client.ask(
+            frame(msg(id=2, method="initialize", params={"processId": "x", "capabilities": {}}))
+        )
+        assert bad["id"] == 2 and bad["error"]["code"] == -32602
+        assert "processId" in bad["error"]["message"]
+        assert "result" in client.ask(frame(initialize(stopping_model)))
+        client.send(frame(msg(method="initialized", params={})))
+        wait_ready(client)
+        assert client.ask(frame(status(3, uri)))["result"]["document"] is None
+
+        # Framing abuse: every request below is answered, and the stream heals.
+        body = status(10)
+        client.send(b"content-length: %d\n\n" % len(body) + body)
+        assert client.answer()["id"] == 10
+        client.send(b"garbage\r\n\x00\xff" + b"Content-Length: %d\r\n\r\n" % (len(body) + 7) + body)
+        client.send(frame(status(11)))
+        assert {client.answer()["id"], client.answer()["id"]} == {10, 11}
+        client.send(b"Content-Length: %d\r\n\r\n" % (len(body) - 9) + body)
+        truncated = client.answer()  # its id is read from what came
+        assert (truncated["id"], truncated["error"]["code"]) == (10, -32700)
+        client.send(b"Content-Length: %d\r\n\r\n" % 10**12 + status(12) + frame(status(13)))
+        oversized, after = client.answer(), client.answer()
+        assert (oversized["id"], oversized["error"]["code"]) == (12, -32600)
+        assert after["id"] == 13 and "result" in after
+        client.send(frame(b"[" + status(14) + b"]"))
+        assert client.answer()["error"]["code"] == -32600
+
+        # Invalid params: answered with the id, no popup.
+        answer = client.ask(
+            frame(
+                msg(
+                    id=20,
+                    method="textDocument/inlineCompletion",
+                    params={
+                        "textDocument": {"uri": uri},
+                        "position": {"line": -1, "character": 0},
+                        "context": {"triggerKind": 1},
+                    },
+                )
+            )
+        )
+        assert answer["id"] == 20 and answer["error"]["code"] == -32602
+
+        # A document: a completion that parses; a change the server cannot take
+        # makes it forget the document instead of answering for another text.
+        uri = "file:///a.py"
+        client.send(frame(did_open(uri, SMALL)))
+        answer = client.ask(
+            frame(
+                msg(
+                    id=30,
+                    method="textDocument/inlineCompletion",
+                    params={
+                        "textDocument": {"uri": uri},
+                        "position": {"line": 8, "character": 12},
+                        "context": {"triggerKind": 1},
+                    },
+                )
+            )
+        )
+        for item in answer["result"]["items"]:
+            lines = SMALL.split("\n")
+            lines[8] = lines[8][:12] + item["insertText"] + lines[8][12:]
+            assert oracle_parse("\n".join(lines)) is None
+        client.send(
+            frame(
+                msg(
+                    method="textDocument/didChange",
+                    params={
+                        "textDocument": {"uri": uri, "version": 2**40},
+                        "contentChanges": [{"text": "x = 1\n"}],
+                    },
+                )
+            )
+        )
+        assert client.ask(frame(status(31, uri)))["result"]["document"] is None
+        assert any(
+            "ignored textDocument/didChange" in n["params"]["message"]
+            for n in client.notifications
+            if n["method"] == "window/logMessage"
+        )
+
+        # Shutdown: requests refused, then exit with 0.
+        assert "result" in client.ask(frame(msg(id=40, method="shutdown")))
+        assert client.ask(frame(status(41)))["error"]["code"] == -32600
+        client.send(frame(msg(method="exit")))
+        assert proc.wait(20) == 0
+        assert not [n for n in client.notifications if n["method"] == "window/showMessage"]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_exit_without_shutdown_is_an_error(stopping_model: Path) -> None:
+    proc = start()
+    client = stdio_client(proc)
+    try:
+        assert "result" in client.ask(frame(initialize(stopping_model)))
+        client.send(frame(msg(method="exit")))
+        assert proc.wait(20) == 1
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_tcp(stopping_model: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = start("--tcp", "--port", str(port))
+    try:
+        for _ in range(200):
+            try:
+                conn = socket.create_connection(("127.0.0.1", port))
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            pytest.fail("the server did not listen")
+        client = RawClient(conn.sendall, conn.recv)
+        assert "result" in client.ask(frame(initialize(stopping_model)))
+        client.send(b"Content-Length: %d\r\n\r\n" % 10**12 + status(1) + frame(status(2)))
+        assert [client.answer()["id"], client.answer()["id"]] == [1, 2]
+        assert "result" in client.ask(frame(msg(id=3, method="shutdown")))
+        client.send(frame(msg(method="exit")))
+        assert proc.wait(20) == 0
+        conn.close()
+    finally:
+        proc.kill()
+        proc.wait()
