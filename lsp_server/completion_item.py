@@ -11,9 +11,10 @@ from lexer.text import count_line_ends, first_line
 from .documents import Document, PositionEncoding
 from .request import Request
 
-__all__ = ["completion_item"]
+__all__ = ["WORD_BEFORE_CURSOR", "completion_item"]
 
-_WORD_TAIL = re.compile(r"\w*\Z")
+#: The word the item replaces with itself plus the middle (clients filter by it).
+WORD_BEFORE_CURSOR = re.compile(r"\w*\Z")
 _LABEL_CHARS = 60
 
 
@@ -22,7 +23,7 @@ def completion_item(
 ) -> types.CompletionItem:
     """One completion item that inserts ``middle``; it replaces the word before the
     cursor with itself plus the middle, so that clients filtering by that word keep it."""
-    word = _WORD_TAIL.search(request.left)
+    word = WORD_BEFORE_CURSOR.search(request.left)
     prefix = word.group() if word else ""
     doc = Document(request.uri, request.text)
     start = types.Position(*doc.position_at(request.offset - len(prefix), encoding))

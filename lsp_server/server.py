@@ -48,7 +48,7 @@ from .request import Answer, Request
 from .settings import Settings, SettingsLayers
 from .status import SERVER_STATUS_REQUEST, STATUS_NOTIFICATION, EngineState
 
-__all__ = ["FimLanguageServer", "create_server"]
+__all__ = ["FimLanguageServer", "create_server", "rss_mb"]
 
 log = logging.getLogger(__name__)
 
@@ -300,11 +300,11 @@ class FimLanguageServer(LanguageServer):
             "documents": len(self.documents),
             **self.requests.counters(),
             **self.engine.counters(),
-            "rssMb": round(_rss_mb(), 1),
+            "rssMb": round(rss_mb(), 1),
         }
 
 
-def _rss_mb() -> float:
+def rss_mb() -> float:
     """Resident memory of this process (Linux /proc; 0 where unavailable)."""
     try:
         with open("/proc/self/statm", encoding="ascii") as statm:
