@@ -36,9 +36,10 @@ from typing import IO, Any
 from lsprotocol import types
 
 from bench.lsp_fuzz import big_text, position_of
+from lsp_server import completion_item as items
 from lsp_server.documents import Document
-from lsp_server.engine import Request
-from lsp_server.server import _WORD_TAIL, _completion_item, create_server
+from lsp_server.request import Request
+from lsp_server.server import create_server
 from lsp_server.settings import Settings
 
 
@@ -137,7 +138,7 @@ def per_message(rows: Rows, sizes: Sequence[int]) -> None:
             started = time.perf_counter()
             server.capture("id", params)
             capture_ms.append((time.perf_counter() - started) * 1e3)
-            server._captured.clear()
+            server.requests.cancel("id")  # nothing accumulates between samples
         captures.append(statistics.median(capture_ms))
         status = server.protocol.fm.features["fimlsp/serverStatus"]
         statuses.append(timed(lambda s=status, u=uri: s({"uri": u})))  # type: ignore[misc]
@@ -168,19 +169,19 @@ def completion_item(rows: Rows, words: Sequence[int], sizes: Sequence[int]) -> N
     search_ms, item_ms = [], []
     for word in words:  # a long run of word characters anywhere before the cursor
         left = 's = "' + "a" * word + '"\nvalues = ('
-        search_ms.append(timed(lambda t=left: _WORD_TAIL.search(t), 3))  # type: ignore[misc]
-    rows.add("_WORD_TAIL.search (\\w*\\Z) over a word run", "word chars", words, search_ms)
+        search_ms.append(timed(lambda t=left: items.WORD_BEFORE_CURSOR.search(t), 3))  # type: ignore[misc]
+    rows.add("WORD_BEFORE_CURSOR.search (\\w*\\Z) over a word run", "word chars", words, search_ms)
     for size in sizes:
         text = code_of_size(size) + "values = ("
         request = Request("file:///item.py", text, len(text), Settings())
         item_ms.append(
             timed(
-                lambda r=request: _completion_item(  # type: ignore[misc]
-                    server, r, ")", {"tokens": 1}
+                lambda r=request: items.completion_item(  # type: ignore[misc]
+                    r, ")", 1, server.position_encoding
                 )
             )
         )
-    rows.add("_completion_item (positions, no long word)", "document chars", sizes, item_ms)
+    rows.add("completion_item (positions, no long word)", "document chars", sizes, item_ms)
     server.engine.shutdown(timeout=1)
 
 

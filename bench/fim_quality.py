@@ -11,7 +11,7 @@ picked uniformly; PATHS default to the running interpreter's standard library): 
 middle of each cut is thrown away and the model fills it in three ways, with the same
 model and settings (greedy unless ``--temperature`` is given):
 
-``constrained``    the syntax-checked decoding loop of ``lsp_server.completion``;
+``constrained``    the syntax-checked decoding loop of ``lsp_server.decoding``;
 ``unconstrained``  the model's own tokens, no checks;
 ``checked``        unconstrained, then cut back to the longest prefix with which the
                    file parses (``ast.parse`` of this interpreter).
@@ -62,12 +62,11 @@ from bench.grammar_coverage import (
     with_progress,
 )
 from bench.quotient_check import CUT_KINDS, Corpus, Cut, make_cuts
-from lsp_server.completion import Completion, DecodeOptions, Mode, build_prompt, generate
-from lsp_server.model import FimModel, ModelError, open_model
+from lexer.version import TargetVersion
+from lsp_server.decoding import Completion, DecodeOptions, build_prompt, generate
+from lsp_server.model import Backend, FimModel, ModelError, open_model
+from lsp_server.modes import MODES
 from quotient_parser.quotient import QuotientBuilder
-
-MODES: tuple[Mode, ...] = ("constrained", "unconstrained", "checked")
-
 
 # --------------------------------------------------------------------------- one cut
 
@@ -92,13 +91,13 @@ class Run:
     def of(cls, c: Completion) -> Run:
         return cls(
             middle=c.middle,
-            stop_reason=c.stop_reason,
+            stop_reason=str(c.stop_reason),  # a plain string in the report
             complete=c.complete,
             tokens=c.tokens,
             healed=c.healed,
-            total_ms=c.timings.get("total_ms", 0.0),
-            generate_ms=c.timings.get("generate_ms", 0.0),
-            quotient_ms=c.timings.get("quotient_ms"),
+            total_ms=c.timings.total_ms,
+            generate_ms=c.timings.generate_ms or 0.0,
+            quotient_ms=c.timings.quotient_ms,
             parser_us=list(c.parser_us),
         )
 
@@ -126,14 +125,14 @@ class CaseResult:
 @dataclass(frozen=True)
 class Config:
     options: DecodeOptions
-    target: tuple[int, int]
+    target: TargetVersion
     heal_compare: bool = False
 
 
 class CaseRunner:
     """Completes cuts with one model in every mode and has the oracle judge them."""
 
-    def __init__(self, model: FimModel, oracle: Oracle, cfg: Config) -> None:
+    def __init__(self, model: Backend, oracle: Oracle, cfg: Config) -> None:
         self.model = model
         self.oracle = oracle
         self.cfg = cfg
@@ -143,7 +142,7 @@ class CaseRunner:
         (milliseconds, prompt tokens)."""
         prompt, _ = build_prompt(self.model, left, right, options)
         t0 = time.perf_counter()
-        self.model.evaluate(prompt)
+        self.model.prefill(prompt)
         return (time.perf_counter() - t0) * 1e3, len(prompt)
 
     def _complete(self, left: str, right: str, options: DecodeOptions) -> Run:
@@ -193,7 +192,7 @@ class Report:
     model_file: str
     model_family: str
     has_fim: bool
-    target: tuple[int, int]
+    target: TargetVersion
     oracle: str
     oracle_version: str
     corpus: str
@@ -261,20 +260,28 @@ class Report:
         }
 
     def to_dict(self, details: bool = False) -> dict[str, object]:
-        done = self.done
-        parser = [us for r in done for us in r.runs["constrained"].parser_us]
-        quotient = [q for r in done if (q := r.runs["constrained"].quotient_ms) is not None]
-        c_ms = sum(r.runs["constrained"].total_ms for r in done)
-        u_ms = sum(r.runs["unconstrained"].total_ms for r in done)
-        c_gen = sum(r.runs["constrained"].generate_ms for r in done)
-        u_gen = sum(r.runs["unconstrained"].generate_ms for r in done)
-        opts = self.options
         out: dict[str, object] = {
+            **self._setup(),
+            **self._cases(),
+            "table": self.table(),
+            **{mode: self._mode(mode) for mode in MODES},
+            **self._timings(),
+            "token_healing_compare": self.heal_stats(),
+            "elapsed_s": round(self.elapsed_s, 1),
+        }
+        if details:
+            out["details"] = [_case_dict(r) for r in self.results]
+        return out
+
+    def _setup(self) -> dict[str, object]:
+        """What was run: model, target, oracle, corpus, cuts and decoding settings."""
+        opts = self.options
+        return {
             "model": self.model,
             "model_file": self.model_file,
             "model_family": self.model_family,
             "has_fim": self.has_fim,
-            "target": ".".join(map(str, self.target)),
+            "target": str(self.target),
             "oracle": self.oracle,
             "oracle_version": self.oracle_version,
             "python": ".".join(map(str, sys.version_info[:3])),
@@ -287,6 +294,12 @@ class Report:
             "temperature": opts.temperature,
             "token_healing": opts.token_healing,
             "closing_share": opts.closing_share,
+        }
+
+    def _cases(self) -> dict[str, object]:
+        """How many cuts were completed, of each kind, and the ones that failed."""
+        done = self.done
+        return {
             "files_used": self.files_used,
             "files_skipped": self.files_skipped,
             "cases": len(done),
@@ -296,8 +309,20 @@ class Report:
                 for r in self.results
                 if r.error is not None
             ],
-            "table": self.table(),
-            **{mode: self._mode(mode) for mode in MODES},
+        }
+
+    def _timings(self) -> dict[str, object]:
+        """Parser time per token, quotient and prompt times, and the wall-time ratios."""
+        done = self.done
+        constrained = [r.runs["constrained"] for r in done]
+        unconstrained = [r.runs["unconstrained"] for r in done]
+        parser = [us for run in constrained for us in run.parser_us]
+        quotient = [q for run in constrained if (q := run.quotient_ms) is not None]
+        c_ms, u_ms = (sum(run.total_ms for run in runs) for runs in (constrained, unconstrained))
+        c_gen, u_gen = (
+            sum(run.generate_ms for run in runs) for runs in (constrained, unconstrained)
+        )
+        return {
             "parser_samples": len(parser),
             "parser_us_per_token_median": _stat(parser, 50),
             "parser_us_per_token_p90": _stat(parser, 90),
@@ -308,12 +333,7 @@ class Report:
             "prompt_tokens_median": _stat([float(r.prompt_tokens) for r in done], 50),
             "wall_ratio_constrained_over_unconstrained": _ratio(c_ms, u_ms),
             "generate_ratio_constrained_over_unconstrained": _ratio(c_gen, u_gen),
-            "token_healing_compare": self.heal_stats(),
-            "elapsed_s": round(self.elapsed_s, 1),
         }
-        if details:
-            out["details"] = [_case_dict(r) for r in self.results]
-        return out
 
     @property
     def sound(self) -> bool:
@@ -325,17 +345,25 @@ class Report:
 
     def summary(self, show: int = 0) -> str:
         d = self.to_dict()
-        t = self.table()
+        lines = [
+            *self._summary_setup(d),
+            "",
+            *self._summary_table(),
+            "",
+            *self._summary_modes(d),
+            "",
+            *self._summary_timings(d),
+        ]
+        if show:
+            lines += ["", *self._examples(show)]
+        return "\n".join(lines)
 
-        def num(key: str, unit: str = "", digits: int = 1) -> str:
-            value = d[key]
-            return "n/a" if not isinstance(value, float | int) else f"{value:.{digits}f}{unit}"
-
+    def _summary_setup(self, d: dict[str, object]) -> list[str]:
         fim = "FIM prompts" if self.has_fim else "no FIM tokens: prefix-only prompts"
         by_kind = d["cases_by_kind"]
         assert isinstance(by_kind, dict)
         opts = self.options
-        lines = [
+        return [
             f"FIM quality: model {self.model_file} ({self.model_family}, {fim}), "
             f"target {d['target']}, oracle CPython {self.oracle_version}",
             f"corpus: {self.corpus} ({self.files_used} files used, {self.files_skipped} "
@@ -343,9 +371,12 @@ class Report:
             f"seed {self.seed}",
             f"max {opts.max_tokens} tokens, top-k {opts.top_k}, temperature {opts.temperature}"
             f", token healing {'on' if opts.token_healing else 'off'}; {d['elapsed_s']} s",
-            "",
-            f"  {'':<34}{'Constrained ✓':>14}{'Constrained ✗':>15}{'Total':>8}",
         ]
+
+    def _summary_table(self) -> list[str]:
+        """Table I of the paper."""
+        t = self.table()
+        lines = [f"  {'':<34}{'Constrained ✓':>14}{'Constrained ✗':>15}{'Total':>8}"]
         for label, key in (
             ("Unconstrained ✓", "unconstrained_ok"),
             ("Unconstrained ✗", "unconstrained_fail"),
@@ -357,18 +388,28 @@ class Report:
                 f"  {label:<34}{row['constrained_ok']:>14}{row['constrained_fail']:>15}"
                 f"{row['total']:>8}"
             )
-        lines.append("")
-        cases = d["cases"]
+        return lines
+
+    @staticmethod
+    def _summary_modes(d: dict[str, object]) -> list[str]:
+        lines = []
         for mode in MODES:
             m = d[mode]
             assert isinstance(m, dict)
             lines.append(
-                f"  {mode:<14}{m['success']:>4}/{cases} parse, {m['exact_match']} exact, "
+                f"  {mode:<14}{m['success']:>4}/{d['cases']} parse, {m['exact_match']} exact, "
                 f"{m['claimed_success_but_invalid']} claimed but invalid; "
                 f"{m['tokens']} tokens at {m['tokens_per_s']} tok/s; stops {m['stop_reasons']}"
             )
-        lines += [
-            "",
+        return lines
+
+    @staticmethod
+    def _summary_timings(d: dict[str, object]) -> list[str]:
+        def num(key: str, unit: str = "", digits: int = 1) -> str:
+            value = d[key]
+            return "n/a" if not isinstance(value, float | int) else f"{value:.{digits}f}{unit}"
+
+        lines = [
             f"  parser per token   {num('parser_us_per_token_median')} us median, "
             f"{num('parser_us_per_token_p90')} p90, {num('parser_us_per_token_p99')} p99 "
             f"({d['parser_samples']} tokens); quotient {num('quotient_ms_median')} ms median",
@@ -390,15 +431,17 @@ class Report:
         errors = d["errors"]
         if isinstance(errors, list) and errors:
             lines.append(f"  errors             {len(errors)} cuts: {errors[0]}")
-        if show:
-            lines += ["", f"examples ({min(show, len(self.done))} of {len(self.done)}):"]
-            for r in self.done[:show]:
-                lines.append(f"  {r.cut.file}:{r.where} ({r.cut.kind})  true {r.cut.middle!r}")
-                for mode in MODES:
-                    run = r.runs[mode]
-                    mark = "✓" if run.success else "✗"
-                    lines.append(f"      {mode:<14}{mark} {run.middle!r} ({run.stop_reason})")
-        return "\n".join(lines)
+        return lines
+
+    def _examples(self, show: int) -> list[str]:
+        lines = [f"examples ({min(show, len(self.done))} of {len(self.done)}):"]
+        for r in self.done[:show]:
+            lines.append(f"  {r.cut.file}:{r.where} ({r.cut.kind})  true {r.cut.middle!r}")
+            for mode in MODES:
+                run = r.runs[mode]
+                mark = "✓" if run.success else "✗"
+                lines.append(f"      {mode:<14}{mark} {run.middle!r} ({run.stop_reason})")
+        return lines
 
 
 def _case_dict(r: CaseResult) -> dict[str, object]:
@@ -453,7 +496,6 @@ class WorkerSpec:
     n_ctx: int
     n_threads: int
     n_gpu_layers: int | None
-    seed: int
     oracle: str
     cfg: Config
 
@@ -464,7 +506,7 @@ _worker_runner: CaseRunner | None = None
 def _worker_start(spec: WorkerSpec) -> None:
     global _worker_runner
     model = open_model(spec.model, n_ctx=spec.n_ctx, n_threads=spec.n_threads,
-                       n_gpu_layers=spec.n_gpu_layers, seed=spec.seed)  # fmt: skip
+                       n_gpu_layers=spec.n_gpu_layers)  # fmt: skip
     QuotientBuilder(spec.cfg.target)  # load the grammar outside the timings
     _worker_runner = CaseRunner(model, Oracle(spec.oracle), spec.cfg)
 
@@ -506,6 +548,13 @@ def build_parser() -> argparse.ArgumentParser:
         "of real code.",
     )
     add_corpus_arguments(p, target_help="Python version of the quotient")
+    _add_decoding_arguments(p)
+    _add_run_arguments(p)
+    return p
+
+
+def _add_decoding_arguments(p: argparse.ArgumentParser) -> None:
+    """The model, the cuts and the decoding settings."""
     p.add_argument(
         "--model",
         default=None,
@@ -525,7 +574,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=DecodeOptions.closing_share,
         metavar="X",
         help="share of --max-tokens after which constrained decoding closes the middle "
-        "(0: never; see lsp_server.completion)",
+        "(0: never; see lsp_server.decoding)",
     )
     p.add_argument(
         "--no-token-healing",
@@ -538,6 +587,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="also run constrained decoding with token healing switched the other "
         "way on the boundary cuts",
     )
+
+
+def _add_run_arguments(p: argparse.ArgumentParser) -> None:
+    """Where the model runs, and what is printed."""
     p.add_argument("--threads", type=int, default=1)
     p.add_argument(
         "--jobs",
@@ -554,7 +607,84 @@ def build_parser() -> argparse.ArgumentParser:
         "--show", type=int, default=0, metavar="N", help="examples printed in the summary"
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    return p
+
+
+class _SetupError(Exception):
+    """The corpus, the model or the oracle cannot be had; the message says which."""
+
+
+def _corpus_files(args: argparse.Namespace) -> tuple[list[CorpusFile], str]:
+    """The corpus files and the corpus's name for the report."""
+    try:
+        if args.paths:
+            return discover(args.paths), " ".join(args.paths)
+        return stdlib_corpus(), str(stdlib_root())
+    except FileNotFoundError as exc:
+        raise _SetupError(f"no such file or directory: {exc}") from exc
+
+
+def _open(args: argparse.Namespace) -> tuple[FimModel, Oracle]:
+    try:
+        model = open_model(args.model, n_ctx=args.ctx_size, n_threads=args.threads,
+                           n_gpu_layers=args.gpu_layers)  # fmt: skip
+    except ModelError as exc:
+        raise _SetupError(str(exc)) from exc
+    try:
+        oracle = Oracle(shutil.which(args.oracle) or args.oracle)
+    except (OSError, OracleFailure) as exc:
+        raise _SetupError(f"cannot start oracle {args.oracle!r}: {exc}") from exc
+    return model, oracle
+
+
+def _options(args: argparse.Namespace) -> DecodeOptions:
+    return DecodeOptions(
+        max_tokens=args.max_tokens,
+        top_k=args.top_k,
+        temperature=args.temperature,
+        seed=args.seed,
+        token_healing=not args.no_token_healing,
+        closing_share=args.closing_share,
+    )
+
+
+def _run(
+    args: argparse.Namespace, model: FimModel, oracle: Oracle, files: list[CorpusFile], name: str
+) -> Report:
+    """Make the cuts, complete them (in ``--jobs`` processes) and gather the report."""
+    target = TargetVersion.parse(args.target or oracle.version[:2])
+    if target != oracle.version[:2]:
+        print(f"warning: target {target} but the oracle is {oracle.version_string}: "
+              "verdicts may differ", file=sys.stderr)  # fmt: skip
+    kinds = CUT_KINDS if args.cuts == "both" else (args.cuts,)
+    cfg = Config(_options(args), target, heal_compare=args.heal_compare)
+    corpus = Corpus(files, oracle)
+    cuts = [cut for kind in kinds for cut in make_cuts(corpus, kind, args.n, args.seed)]
+    QuotientBuilder(cfg.target)  # load the grammar outside the timings
+    progress = not args.no_progress and sys.stderr.isatty()
+    if args.jobs > 1:
+        spec = WorkerSpec(args.model, args.ctx_size, args.threads, args.gpu_layers,
+                          oracle.python, cfg)  # fmt: skip
+        results = run_cuts_parallel(cuts, corpus, spec, args.jobs, progress=progress)
+    else:
+        results = run_cuts(cuts, corpus, CaseRunner(model, oracle, cfg), progress=progress)
+    return Report(
+        model=args.model or "default",
+        model_file=Path(model.path).name,
+        model_family=model.layout.family,
+        has_fim=model.has_fim,
+        target=cfg.target,
+        oracle=oracle.python,
+        oracle_version=oracle.version_string,
+        corpus=name,
+        kinds=tuple(kinds),
+        n=args.n,
+        seed=args.seed,
+        options=cfg.options,
+        heal_compare=args.heal_compare,
+        files_used=corpus.used,
+        files_skipped=corpus.skipped,
+        results=results,
+    )
 
 
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
@@ -562,68 +692,13 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     out = out or sys.stdout
     t0 = time.monotonic()
     try:
-        if args.paths:
-            files: list[CorpusFile] = discover(args.paths)
-            corpus_name = " ".join(args.paths)
-        else:
-            files, corpus_name = stdlib_corpus(), str(stdlib_root())
-    except FileNotFoundError as exc:
-        print(f"error: no such file or directory: {exc}", file=sys.stderr)
-        return 2
-    try:
-        model = open_model(args.model, n_ctx=args.ctx_size, n_threads=args.threads,
-                           n_gpu_layers=args.gpu_layers, seed=args.seed)  # fmt: skip
-    except ModelError as exc:
+        files, corpus_name = _corpus_files(args)
+        model, oracle = _open(args)
+    except _SetupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    try:
-        oracle = Oracle(shutil.which(args.oracle) or args.oracle)
-    except (OSError, OracleFailure) as exc:
-        print(f"error: cannot start oracle {args.oracle!r}: {exc}", file=sys.stderr)
-        return 2
-    kinds = CUT_KINDS if args.cuts == "both" else (args.cuts,)
     with model, oracle:
-        target = tuple(args.target or oracle.version[:2])
-        if target != oracle.version[:2]:
-            print(f"warning: target {target[0]}.{target[1]} but the oracle is "
-                  f"{oracle.version_string}: verdicts may differ", file=sys.stderr)  # fmt: skip
-        options = DecodeOptions(
-            max_tokens=args.max_tokens,
-            top_k=args.top_k,
-            temperature=args.temperature,
-            seed=args.seed,
-            token_healing=not args.no_token_healing,
-            closing_share=args.closing_share,
-        )
-        cfg = Config(options, (target[0], target[1]), heal_compare=args.heal_compare)
-        corpus = Corpus(files, oracle)
-        cuts = [cut for kind in kinds for cut in make_cuts(corpus, kind, args.n, args.seed)]
-        QuotientBuilder(cfg.target)  # load the grammar outside the timings
-        progress = not args.no_progress and sys.stderr.isatty()
-        if args.jobs > 1:
-            spec = WorkerSpec(args.model, args.ctx_size, args.threads, args.gpu_layers,
-                              args.seed, oracle.python, cfg)  # fmt: skip
-            results = run_cuts_parallel(cuts, corpus, spec, args.jobs, progress=progress)
-        else:
-            results = run_cuts(cuts, corpus, CaseRunner(model, oracle, cfg), progress=progress)
-        report = Report(
-            model=args.model or "default",
-            model_file=Path(model.path).name,
-            model_family=model.layout.family,
-            has_fim=model.has_fim,
-            target=cfg.target,
-            oracle=oracle.python,
-            oracle_version=oracle.version_string,
-            corpus=corpus_name,
-            kinds=tuple(kinds),
-            n=args.n,
-            seed=args.seed,
-            options=options,
-            heal_compare=args.heal_compare,
-            files_used=corpus.used,
-            files_skipped=corpus.skipped,
-            results=results,
-        )
+        report = _run(args, model, oracle, files, corpus_name)
     report.elapsed_s = time.monotonic() - t0
     if args.json:
         print(json.dumps(report.to_dict(details=args.details), indent=1, ensure_ascii=False),

@@ -45,6 +45,7 @@ from pygls.lsp.client import LanguageClient
 
 from bench.grammar_coverage import CorpusFile, discover, percentile, stdlib_corpus
 from lexer.text import line_end_offsets
+from lsp_server.status import SERVER_STATUS_REQUEST, STATUS_NOTIFICATION, EngineState
 
 _WORD_END = set(" .,:;()[]{}=+-*/%<>!\"'")
 
@@ -189,7 +190,7 @@ class Typist:
 
 
 async def _server_status(client: LanguageClient) -> dict[str, Any]:
-    result = await client.protocol.send_request_async("fimlsp/serverStatus", {})
+    result = await client.protocol.send_request_async(SERVER_STATUS_REQUEST, {})
     if hasattr(result, "_asdict"):
         result = result._asdict()
     return dict(result)
@@ -199,7 +200,7 @@ async def _wait_ready(client: LanguageClient, timeout: float) -> dict[str, Any]:
     deadline = time.perf_counter() + timeout
     while True:
         status = await _server_status(client)
-        if status["state"] != "loading":
+        if status["state"] != EngineState.LOADING:
             return status
         if time.perf_counter() > deadline:
             raise RuntimeError(f"the model did not load in {timeout:.0f} s: {status}")
@@ -211,6 +212,72 @@ def _load_corpus(args: argparse.Namespace) -> list[CorpusFile]:
     return [f for f in files if "test" not in f.name.split("/")[0]] or files
 
 
+async def _launch(client: LanguageClient) -> None:
+    """Start ``fimlsp --stdio`` (logging to a file: its stderr is not read)."""
+    log_file = Path(tempfile.gettempdir()) / f"fimlsp-bench-{os.getpid()}.log"
+    await client.start_io(
+        sys.executable, "-m", "lsp_server.cli", "--stdio", "--log-file", str(log_file)
+    )
+
+
+async def _initialize(client: LanguageClient, args: argparse.Namespace) -> None:
+    """Initialize the server with the benchmark's settings and wait for its model."""
+    await client.initialize_async(
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(),
+            initialization_options={
+                "model": args.model,
+                "maxTokens": args.max_tokens,
+                "deadlineMs": args.deadline_ms,
+                "threads": args.threads,
+            },
+        )
+    )
+    client.initialized(types.InitializedParams())
+    status = await _wait_ready(client, timeout=600)
+    if status["state"] != EngineState.READY:
+        raise RuntimeError(f"the server has no model: {status.get('message')}")
+
+
+async def _type(
+    client: LanguageClient,
+    args: argparse.Namespace,
+    files: Sequence[CorpusFile],
+    rng: random.Random,
+    tally: Tally,
+) -> None:
+    """Typing sessions in random files of the corpus until ``--requests`` are sent."""
+    typist = Typist(client, args, tally)
+    opened: set[str] = set()
+    while tally.requests < args.requests:
+        corpus_file = rng.choice(files)
+        try:
+            text = corpus_file.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        uri = corpus_file.path.resolve().as_uri()
+        if uri in opened:  # fresh copy: close and reopen
+            client.text_document_did_close(
+                types.DidCloseTextDocumentParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri)
+                )
+            )
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=uri, language_id="python", version=1, text=text
+                )
+            )
+        )
+        opened.add(uri)
+        await typist.session(uri, text, rng, 1)
+        if args.progress:
+            print(f"\r{tally.requests}/{args.requests} requests", end="", file=sys.stderr)
+    if args.progress:
+        print(file=sys.stderr)
+    await typist.pause()  # let the last reply arrive
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(args.seed)
     files = _load_corpus(args)
@@ -218,7 +285,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     client = LanguageClient("fimlsp-bench", "1")
     statuses: list[Any] = []
 
-    @client.feature("fimlsp/status")
+    @client.feature(STATUS_NOTIFICATION)
     def on_status(params: Any) -> None:
         statuses.append(params)
 
@@ -226,58 +293,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     def on_log(params: types.LogMessageParams) -> None:
         pass  # the server's diagnostics: not part of what is measured
 
-    log_file = Path(tempfile.gettempdir()) / f"fimlsp-bench-{os.getpid()}.log"
-    await client.start_io(
-        sys.executable, "-m", "lsp_server.cli", "--stdio", "--log-file", str(log_file)
-    )
+    await _launch(client)
     started = time.perf_counter()
     try:
-        await client.initialize_async(
-            types.InitializeParams(
-                capabilities=types.ClientCapabilities(),
-                initialization_options={
-                    "model": args.model,
-                    "maxTokens": args.max_tokens,
-                    "deadlineMs": args.deadline_ms,
-                    "threads": args.threads,
-                },
-            )
-        )
-        client.initialized(types.InitializedParams())
-        status = await _wait_ready(client, timeout=600)
-        if status["state"] != "ready":
-            raise RuntimeError(f"the server has no model: {status.get('message')}")
+        await _initialize(client, args)
         load_s = time.perf_counter() - started
-        typist = Typist(client, args, tally)
-        opened: set[str] = set()
-        while tally.requests < args.requests:
-            corpus_file = rng.choice(files)
-            try:
-                text = corpus_file.path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
-            uri = corpus_file.path.resolve().as_uri()
-            if uri in opened:  # fresh copy: close and reopen
-                client.text_document_did_close(
-                    types.DidCloseTextDocumentParams(
-                        text_document=types.TextDocumentIdentifier(uri=uri)
-                    )
-                )
-            client.text_document_did_open(
-                types.DidOpenTextDocumentParams(
-                    text_document=types.TextDocumentItem(
-                        uri=uri, language_id="python", version=1, text=text
-                    )
-                )
-            )
-            opened.add(uri)
-            await typist.session(uri, text, rng, 1)
-            if args.progress:
-                print(f"\r{tally.requests}/{args.requests} requests", end="", file=sys.stderr)
-        if args.progress:
-            print(file=sys.stderr)
-        # Let the last replies arrive, then read the server's counters.
-        await typist.pause()
+        await _type(client, args, files, rng, tally)
         await asyncio.sleep(0.2)
         final = await _server_status(client)
         elapsed = time.perf_counter() - started
@@ -285,6 +306,18 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         client.exit(None)
     finally:
         await client.stop()
+    return _report(args, tally, len(statuses), final, load_s, elapsed)
+
+
+def _report(
+    args: argparse.Namespace,
+    tally: Tally,
+    notifications: int,
+    final: dict[str, Any],
+    load_s: float,
+    elapsed: float,
+) -> dict[str, Any]:
+    """The benchmark's figures: what the client saw and the server's counters at the end."""
     return {
         "model": args.model,
         "requests": tally.requests,
@@ -299,7 +332,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "cancel_sent": tally.cancel_sent,
         "cancelled": tally.cancelled_replies,
         "cancel_ack_ms_p50": _ms(tally.cancel_ack_ms, 50),
-        "status_notifications": len(statuses),
+        "status_notifications": notifications,
         "server_served": final.get("served"),
         "server_cancelled": final.get("cancelled"),
         "server_pending_after": final.get("pendingRequests"),

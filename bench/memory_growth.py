@@ -51,15 +51,16 @@ def _tables(server: Any) -> dict[str, Any]:
     from quotient_parser.recognizer import Recognizer
 
     protocol = server.protocol
-    engine = server.engine
-    rights = [b._rights for b in engine._builders.values()]
+    builders = server.engine.planner._builders  # the per-document quotient builders
+    rights = [b._rights for b in builders.values()]
+    in_flight = server.requests.counters()
     tables: dict[str, Any] = {
         "pygls_request_futures": len(protocol._request_futures),
         "pygls_result_types": len(protocol._result_types),
-        "captured": len(server._captured),
-        "running": len(server._running),
+        "captured": in_flight["capturedRequests"],
+        "running": in_flight["runningRequests"],
         "documents": len(server.documents),
-        "builders": len(engine._builders),
+        "builders": len(builders),
         "builder_right_contexts": sum(len(r) for r in rights),
         "builder_right_memo": sum(len(c.memo) for r in rights for c in r.values()),
         "builder_right_table": sum(len(c.table) for r in rights for c in r.values()),
@@ -80,7 +81,7 @@ def _frame(frame: tracemalloc.Frame) -> str:
 
 
 def _rss_mb() -> float:
-    from lsp_server.server import _rss_mb as rss
+    from lsp_server.server import rss_mb as rss
 
     return round(rss(), 1)
 

@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     files = discover(args.paths) if args.paths else stdlib_corpus()
     started = time.monotonic()
     with Oracle(args.oracle) as oracle:
-        target = TargetVersion.parse(args.target) if args.target else oracle.version[:2]
+        target = TargetVersion.parse(args.target or oracle.version[:2])
         corpus = Corpus(files, oracle)
         cuts = make_cuts(corpus, "randspan", args.n, args.seed)
         builder = QuotientBuilder(target)
@@ -198,7 +198,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 points.append(point)
         oracle_version = oracle.version
     return {
-        "target": f"{target[0]}.{target[1]}",
+        "target": str(target),
         "oracle_version": f"{oracle_version[0]}.{oracle_version[1]}",
         "n": args.n,
         "seed": args.seed,

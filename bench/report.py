@@ -45,6 +45,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from lsp_server.modes import MODES
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 #: (quick, full) sample sizes for each benchmark.
@@ -112,12 +114,24 @@ def _slug(text: str) -> str:
 # --------------------------------------------------------------------------- plots
 
 
-def plot_overhead(overhead: dict[str, Any], path: Path) -> None:
+def _pyplot() -> Any:
+    """matplotlib's pyplot without a display (imported only when plots are drawn)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _save(fig: Any, path: Path) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    _pyplot().close(fig)
+
+
+def plot_overhead(overhead: dict[str, Any], path: Path) -> None:
+    plt = _pyplot()
     points = overhead["points"]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     sizes = [p["file_chars"] for p in points]
@@ -134,17 +148,11 @@ def plot_overhead(overhead: dict[str, Any], path: Path) -> None:
     ax.set_title("Per-token syntax-checking overhead against file size")
     ax.legend()
     ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def plot_construction(overhead: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     points = overhead["points"]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     ax.scatter([p["file_chars"] for p in points], [p["build_ms"] for p in points], s=12)
@@ -154,9 +162,7 @@ def plot_construction(overhead: dict[str, Any], path: Path) -> None:
     ax.set_ylabel("quotient construction (ms)")
     ax.set_title("FIM quotient construction time against file size")
     ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def success_by_kind(quality: dict[str, Any]) -> dict[str, dict[str, float]]:
@@ -169,23 +175,18 @@ def success_by_kind(quality: dict[str, Any]) -> dict[str, dict[str, float]]:
             continue
         rates[kind] = {
             mode: round(100 * sum(d["runs"][mode]["success"] for d in cases) / len(cases), 1)
-            for mode in ("constrained", "unconstrained", "checked")
+            for mode in MODES
         }
     return rates
 
 
 def plot_success(quality: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     rates = success_by_kind(quality)
-    modes = ("constrained", "unconstrained", "checked")
     fig, ax = plt.subplots(figsize=(7, 4.5))
     width = 0.25
     kinds = list(rates)
-    for i, mode in enumerate(modes):
+    for i, mode in enumerate(MODES):
         xs = [k + (i - 1) * width for k in range(len(kinds))]
         bars = ax.bar(xs, [rates[kind][mode] for kind in kinds], width, label=mode)
         ax.bar_label(bars, fmt="%.1f", fontsize=8)
@@ -194,9 +195,7 @@ def plot_success(quality: dict[str, Any], path: Path) -> None:
     ax.set_ylim(0, 105)
     ax.set_title(f"Success by decoding mode ({quality.get('model_file') or quality.get('model')})")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
 
 
 # --------------------------------------------------------------------------- markdown
@@ -212,6 +211,22 @@ def _figures_table(result: dict[str, Any]) -> list[str]:
 
 
 def markdown(results: dict[str, Any], config: dict[str, Any]) -> str:
+    lines = _header(config)
+    sections = {
+        "quality": _quality_section,
+        "coverage": lambda c: ["## Recognizer against CPython", "", *_figures_table(c), ""],
+        "quotient": lambda q: ["## FIM quotient", "", *_figures_table(q), ""],
+        "overhead": _overhead_section,
+        "lsp": _lsp_section,
+    }
+    for name, section in sections.items():
+        if results.get(name):
+            lines += section(results[name])
+    return "\n".join(lines)
+
+
+def _header(config: dict[str, Any]) -> list[str]:
+    """The machine, the command, and how each benchmark was run."""
     m = config["machine"]
     lines = [
         f"# fimlsp benchmark report, {config['date']}",
@@ -224,101 +239,98 @@ def markdown(results: dict[str, Any], config: dict[str, Any]) -> str:
         "",
     ]
     benchmarks = config.get("benchmarks") or {}
-    if benchmarks:
-        if config.get("kept_from_earlier_runs"):
-            total = sum(b["elapsed_s"] for b in benchmarks.values())
-            lines += [f"Assembled from these runs, {total:.0f} s in all:", ""]
-        lines += [
-            "| benchmark | command | duration | exit status | load average at start |",
-            "| --- | --- | --- | --- | --- |",
-        ]
-        for name, b in benchmarks.items():
-            load = b.get("load_average_at_start")
-            shown = " / ".join(f"{x:.2f}" for x in load) if load else "not recorded"
-            lines.append(
-                f"| {name} | `{b['command']}` | {b['elapsed_s']} s | {b['exit_status']} | {shown} |"
-            )
-        lines.append("")
-    q = results.get("quality")
-    if q:
-        table = q["table"]
-        lines += [
-            f"## Decoding quality ({q.get('model_file') or q.get('model')}, "
-            f"{q['cases']} cuts, max {q['max_tokens']} tokens)",
-            "",
-            "Table I layout: rows by unconstrained outcome, columns by constrained outcome.",
-            "",
-            "| | constrained ✓ | constrained ✗ | total |",
-            "| --- | --- | --- | --- |",
-        ]
-        for row, name in (
-            ("unconstrained_ok", "unconstrained ✓"),
-            ("unconstrained_fail", "unconstrained ✗"),
-            ("checked_fail", "… of which checked ✗"),
-            ("total", "total"),
-        ):
-            r = table[row]
-            lines.append(
-                f"| {name} | {r['constrained_ok']} | {r['constrained_fail']} | {r['total']} |"
-            )
-        lines += ["", "| mode | success | claimed but invalid | success by kind |",
-                  "| --- | --- | --- | --- |"]  # fmt: skip
-        rates = success_by_kind(q)
-        for mode in ("constrained", "unconstrained", "checked"):
-            by_kind = ", ".join(f"{k} {rates[k][mode]} %" for k in rates)
-            lines.append(
-                f"| {mode} | {q[mode]['success']} / {q['cases']} | "
-                f"{q[mode]['claimed_success_but_invalid']} | {by_kind} |"
-            )
-        lines += [
-            "",
-            f"Parser time per token: median {q['parser_us_per_token_median']} µs, "
-            f"p99 {q['parser_us_per_token_p99']} µs. Wall time constrained / unconstrained: "
-            f"{q['wall_ratio_constrained_over_unconstrained']}.",
-            "",
-            "![success rates](success.png)",
-            "",
-        ]
-    c = results.get("coverage")
-    if c:
-        lines += ["## Recognizer against CPython", "", *_figures_table(c), ""]
-    qc = results.get("quotient")
-    if qc:
-        lines += ["## FIM quotient", "", *_figures_table(qc), ""]
-    o = results.get("overhead")
-    if o:
-        lines += [
-            "## Per-token overhead against file size (Figure 11)",
-            "",
-            "| file size | cuts | viable µs | complete µs | ast.parse µs | ratio | build ms |",
-            "| --- | --- | --- | --- | --- | --- | --- |",
-        ]
-        for r in o["bins"]:
-            lines.append(
-                f"| {r['bin']} | {r['cuts']} | {r['constrained_viable_us_median']} | "
-                f"{r['constrained_complete_us_median']} | {r['ast_parse_us_median']} | "
-                f"{r['ratio_ast_parse_over_constrained']} | {r['build_ms_median']} |"
-            )
-        lines += ["", "![overhead](overhead.png)", "", "![construction](construction.png)", ""]
-    lsp = results.get("lsp")
-    if lsp:
-        lines += [
-            "## Language server while typing",
-            "",
-            f"{lsp['requests']} inline completion requests in {lsp['sessions']} typing "
-            f"sessions through `fimlsp --stdio` ({lsp['max_tokens']} tokens at most, "
-            f"deadline {lsp['deadline_ms']} ms, a keystroke every {lsp['typing_ms']} ms).",
-            "",
-            "| answered | with a completion | latency p50 / p95 | at pauses p50 / p95 "
-            "| cancelled | errors | memory after |",
-            "| --- | --- | --- | --- | --- | --- | --- |",
-            f"| {lsp['answered']} | {lsp['with_completion']} | {lsp['latency_ms_p50']} / "
-            f"{lsp['latency_ms_p95']} ms | {lsp['pause_latency_ms_p50']} / "
-            f"{lsp['pause_latency_ms_p95']} ms | {lsp['cancelled']} of {lsp['cancel_sent']} "
-            f"| {lsp['errors']} | {lsp['rss_mb_after']} MB |",
-            "",
-        ]
-    return "\n".join(lines)
+    if not benchmarks:
+        return lines
+    if config.get("kept_from_earlier_runs"):
+        total = sum(b["elapsed_s"] for b in benchmarks.values())
+        lines += [f"Assembled from these runs, {total:.0f} s in all:", ""]
+    lines += [
+        "| benchmark | command | duration | exit status | load average at start |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, b in benchmarks.items():
+        load = b.get("load_average_at_start")
+        shown = " / ".join(f"{x:.2f}" for x in load) if load else "not recorded"
+        lines.append(
+            f"| {name} | `{b['command']}` | {b['elapsed_s']} s | {b['exit_status']} | {shown} |"
+        )
+    return [*lines, ""]
+
+
+def _quality_section(q: dict[str, Any]) -> list[str]:
+    """Table I and the success rates by mode and cut kind."""
+    table = q["table"]
+    lines = [
+        f"## Decoding quality ({q.get('model_file') or q.get('model')}, "
+        f"{q['cases']} cuts, max {q['max_tokens']} tokens)",
+        "",
+        "Table I layout: rows by unconstrained outcome, columns by constrained outcome.",
+        "",
+        "| | constrained ✓ | constrained ✗ | total |",
+        "| --- | --- | --- | --- |",
+    ]
+    for row, name in (
+        ("unconstrained_ok", "unconstrained ✓"),
+        ("unconstrained_fail", "unconstrained ✗"),
+        ("checked_fail", "… of which checked ✗"),
+        ("total", "total"),
+    ):
+        r = table[row]
+        lines.append(f"| {name} | {r['constrained_ok']} | {r['constrained_fail']} | {r['total']} |")
+    lines += ["", "| mode | success | claimed but invalid | success by kind |",
+              "| --- | --- | --- | --- |"]  # fmt: skip
+    rates = success_by_kind(q)
+    for mode in MODES:
+        by_kind = ", ".join(f"{k} {rates[k][mode]} %" for k in rates)
+        lines.append(
+            f"| {mode} | {q[mode]['success']} / {q['cases']} | "
+            f"{q[mode]['claimed_success_but_invalid']} | {by_kind} |"
+        )
+    return [
+        *lines,
+        "",
+        f"Parser time per token: median {q['parser_us_per_token_median']} µs, "
+        f"p99 {q['parser_us_per_token_p99']} µs. Wall time constrained / unconstrained: "
+        f"{q['wall_ratio_constrained_over_unconstrained']}.",
+        "",
+        "![success rates](success.png)",
+        "",
+    ]
+
+
+def _overhead_section(o: dict[str, Any]) -> list[str]:
+    lines = [
+        "## Per-token overhead against file size (Figure 11)",
+        "",
+        "| file size | cuts | viable µs | complete µs | ast.parse µs | ratio | build ms |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in o["bins"]:
+        lines.append(
+            f"| {r['bin']} | {r['cuts']} | {r['constrained_viable_us_median']} | "
+            f"{r['constrained_complete_us_median']} | {r['ast_parse_us_median']} | "
+            f"{r['ratio_ast_parse_over_constrained']} | {r['build_ms_median']} |"
+        )
+    return [*lines, "", "![overhead](overhead.png)", "", "![construction](construction.png)", ""]
+
+
+def _lsp_section(lsp: dict[str, Any]) -> list[str]:
+    return [
+        "## Language server while typing",
+        "",
+        f"{lsp['requests']} inline completion requests in {lsp['sessions']} typing "
+        f"sessions through `fimlsp --stdio` ({lsp['max_tokens']} tokens at most, "
+        f"deadline {lsp['deadline_ms']} ms, a keystroke every {lsp['typing_ms']} ms).",
+        "",
+        "| answered | with a completion | latency p50 / p95 | at pauses p50 / p95 "
+        "| cancelled | errors | memory after |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+        f"| {lsp['answered']} | {lsp['with_completion']} | {lsp['latency_ms_p50']} / "
+        f"{lsp['latency_ms_p95']} ms | {lsp['pause_latency_ms_p50']} / "
+        f"{lsp['pause_latency_ms_p95']} ms | {lsp['cancelled']} of {lsp['cancel_sent']} "
+        f"| {lsp['errors']} | {lsp['rss_mb_after']} MB |",
+        "",
+    ]
 
 
 # --------------------------------------------------------------------------- driver
@@ -350,20 +362,18 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    out = out or sys.stdout
+#: A benchmark's entry point and its arguments.
+Run = tuple[Callable[..., int], list[str]]
+
+
+def benchmarks(args: argparse.Namespace) -> dict[str, Run]:
+    """Every benchmark, in order, with the arguments this report runs it with."""
     from bench import fim_quality, grammar_coverage, lsp_latency, overhead, quotient_check
 
     pick = 0 if args.quick else 1
-    date = dt.date.today().isoformat()
-    machine = args.machine or _slug(platform.node())
-    folder = args.out or RESULTS / f"{date}-{machine}"
-    folder.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
     paths = list(args.paths)
     seed = ["--seed", str(args.seed)]
-    runs: dict[str, tuple[Callable[..., int], list[str]]] = {
+    return {
         "quality": (
             fim_quality.main,
             [
@@ -396,37 +406,67 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
             ],
         ),
     }
-    results: dict[str, Any] = {}
-    statuses: dict[str, int] = {}
+
+
+def _command(run: Run) -> str:
+    bench_main, bench_argv = run
+    return f"python -m {bench_main.__module__} {' '.join(bench_argv)}"
+
+
+def run_benchmark(name: str, run: Run, folder: Path, out: IO[str]) -> tuple[int, Any, Any]:
+    """Run one benchmark, write its JSON; (exit status, figures, how it was run)."""
+    print(f"== {name}: {_command(run)}", file=out)
+    t0, load = time.monotonic(), list(os.getloadavg())
+    status, result = _capture(*run)
+    (folder / f"{name}.json").write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    elapsed = round(time.monotonic() - t0, 1)
+    print(f"   done in {elapsed:.0f} s (exit status {status})", file=out)
+    record = {
+        "load_average_at_start": load,
+        "command": _command(run),
+        "elapsed_s": elapsed,
+        "exit_status": status,
+        "finished": dt.datetime.now().isoformat(timespec="seconds"),
+    }
+    return status, result, record
+
+
+def draw(results: dict[str, Any], config: dict[str, Any], folder: Path) -> Path:
+    """Write ``config.json``, the plots and ``report.md`` into ``folder``."""
+    (folder / "config.json").write_text(json.dumps(config, indent=1))
+    if "overhead" in results:
+        plot_overhead(results["overhead"], folder / "overhead.png")
+        plot_construction(results["overhead"], folder / "construction.png")
+    if "quality" in results:
+        plot_success(results["quality"], folder / "success.png")
+    report = folder / "report.md"
+    report.write_text(markdown(results, config))
+    return report
+
+
+def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out = out or sys.stdout
+    date = dt.date.today().isoformat()
+    folder = args.out or RESULTS / f"{date}-{args.machine or _slug(platform.node())}"
+    folder.mkdir(parents=True, exist_ok=True)
+    runs = benchmarks(args)  # imports every benchmark: not part of the report's time
+    started = time.monotonic()
     # How each benchmark in the folder was run (kept across --only runs).
     earlier: dict[str, Any] = {}
     if (folder / "config.json").is_file():
         earlier = json.loads((folder / "config.json").read_text())
     timeline: dict[str, Any] = earlier.get("benchmarks", {})
-    for name, (bench_main, bench_argv) in runs.items():
-        if args.render or (args.only and name not in args.only):
-            continue
-        print(f"== {name}: python -m {bench_main.__module__} {' '.join(bench_argv)}", file=out)
-        t0, load = time.monotonic(), list(os.getloadavg())
-        status, result = _capture(bench_main, bench_argv)
-        statuses[name] = status
-        results[name] = result
-        (folder / f"{name}.json").write_text(json.dumps(result, indent=1, ensure_ascii=False))
-        elapsed = round(time.monotonic() - t0, 1)
-        timeline[name] = {
-            "load_average_at_start": load,
-            "command": f"python -m {bench_main.__module__} {' '.join(bench_argv)}",
-            "elapsed_s": elapsed,
-            "exit_status": status,
-            "finished": dt.datetime.now().isoformat(timespec="seconds"),
-        }
-        print(f"   done in {elapsed:.0f} s (exit status {status})", file=out)
+    results: dict[str, Any] = {}
+    statuses: dict[str, int] = {}
+    for name, run in runs.items():
+        if not args.render and (not args.only or name in args.only):
+            statuses[name], results[name], timeline[name] = run_benchmark(name, run, folder, out)
     # With --only, the other benchmarks' figures already in the folder stay in the report.
-    kept = []
-    for name in runs:
-        if name not in results and (folder / f"{name}.json").is_file():
-            results[name] = json.loads((folder / f"{name}.json").read_text())
-            kept.append(name)
+    kept = [name for name in runs if name not in results and (folder / f"{name}.json").is_file()]
+    for name in kept:
+        results[name] = json.loads((folder / f"{name}.json").read_text())
+    pick = 0 if args.quick else 1
     config = {
         "date": date,
         "command": "python -m bench.report " + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -441,14 +481,7 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         "benchmarks": {name: timeline[name] for name in runs if name in timeline},
         "elapsed_s": round(time.monotonic() - started, 1),
     }
-    (folder / "config.json").write_text(json.dumps(config, indent=1))
-    if "overhead" in results:
-        plot_overhead(results["overhead"], folder / "overhead.png")
-        plot_construction(results["overhead"], folder / "construction.png")
-    if "quality" in results:
-        plot_success(results["quality"], folder / "success.png")
-    (folder / "report.md").write_text(markdown(results, config))
-    print(f"report: {folder / 'report.md'}", file=out)
+    print(f"report: {draw(results, config, folder)}", file=out)
     return max(statuses.values(), default=0)
 
 

@@ -20,10 +20,11 @@ the token bytes as llama.cpp renders them:
                non-ASCII text);
 ``step``       per decoding step while healing owes text: microseconds to find the first
                acceptable candidate in the model's order, today (rank the whole vocabulary
-               with the decoder's own ranker, then ``_Decoder._text_of`` on each token in
-               order until one fits) and with the index (rank only its candidates), on the
-               model's real logits after a prompt; and the per-step numpy passes over the
-               whole logit vector that remain (top-k ``argpartition``, ``_log_softmax``).
+               with the decoder's own ranker, then ``decoding.text.token_text`` on each
+               token in order until one fits) and with the index (rank only its
+               candidates), on the model's real logits after a prompt; and the per-step
+               numpy passes over the whole logit vector that remain (top-k
+               ``argpartition``, the log-softmax of ``LogitsRanking``).
 
 Medians and p90s of one run; ``--json`` prints one JSON object.
 """
@@ -44,8 +45,10 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.grammar_coverage import percentile
-from lsp_server.completion import DecodeOptions, _Decoder, _log_softmax, _Ranker
-from lsp_server.model.llm import FimModel
+from lsp_server.decoding import DecodeOptions
+from lsp_server.decoding.ranking import Ranker
+from lsp_server.decoding.text import token_text
+from lsp_server.model import FimModel, LogitsRanking
 from lsp_server.model.tiny import tiny_model_cached
 from lsp_server.model.token_index import TokenIndex
 
@@ -178,28 +181,32 @@ def bench_family(family: str, n: int, seed: int, repeat: int) -> dict[str, Any]:
     index_cont = [_timed(partial(index.continuing, h))[1] for h in held]
 
     # one decoding step with owed text: today's full ranking and scan, and the index's
-    logits = model.evaluate(model.tokenize("import os\n\ndef main(argv):\n    return "))
-    ranker = _Ranker(DecodeOptions())
+    logits = model.cache.evaluate(model.tokenize("import os\n\ndef main(argv):\n    return "))
+    ranking = LogitsRanking(logits, model.eog_ids)
+    ranker = Ranker(DecodeOptions())
     step_scan, step_index, scanned = [], [], []
     for q in owed[: max(1, n // 4)]:
         forced = q.decode("utf-8", errors="replace")
-        decoder = _Decoder(model, DecodeOptions(), None, forced, None, None)
 
-        def scan(decoder: _Decoder = decoder) -> int:
+        def fits(token: int, forced: str = forced) -> bool:
+            """What the decoder asks of a candidate while healing owes ``forced``."""
+            return token_text(vocab[token], b"", forced, False) is not None
+
+        def scan() -> int:
             # as the constrained loop: end tokens and empty tokens are no text to take
-            for count, token in enumerate(ranker.order(logits, len(vocab)), 1):
+            for count, token in enumerate(ranker.order(ranking, len(vocab)), 1):
                 tok = int(token)
                 if model.eog(tok) or not vocab[tok]:
                     continue
-                if decoder._text_of(tok) is not None:
+                if fits(tok):
                     return count
             return len(vocab)
 
-        def with_index(decoder: _Decoder = decoder, q: bytes = q) -> int:
+        def with_index(q: bytes = q) -> int:
             candidates = index.owing(q)
             ordered = candidates[np.argsort(-logits[candidates], kind="stable")]
             for count, token in enumerate(ordered.tolist(), 1):
-                if decoder._text_of(token) is not None:
+                if fits(token):
                     return count
             return 0
 
@@ -207,8 +214,11 @@ def bench_family(family: str, n: int, seed: int, repeat: int) -> dict[str, Any]:
         scanned.append(count)
         step_scan.append(us)
         step_index.append(_timed(with_index)[1])
-    top_k = [_timed(lambda: ranker.order(logits, 50))[1] for _ in range(30)]
-    softmax = [_timed(lambda: _log_softmax(logits))[1] for _ in range(30)]
+    top_k = [_timed(lambda: ranker.order(ranking, 50))[1] for _ in range(30)]
+    # a fresh ranking computes the log-softmax over the whole vocabulary on first use
+    softmax = [
+        _timed(lambda: LogitsRanking(logits, model.eog_ids).logprob(0))[1] for _ in range(30)
+    ]
     model.close()
     return {
         "family": family,

@@ -15,12 +15,14 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from lexer.text import split_lines
 from lexer.version import NEWEST, OLDEST
 from quotient_parser.recognizer import Recognizer, SourceDecodeError, decode_source
 
 from . import __version__
+from .modes import MODES
 
 _TARGET_HELP = f"target Python version ({OLDEST} to {NEWEST})"
 
@@ -66,7 +68,11 @@ def _check(args: argparse.Namespace) -> int:
     return 0 if all(e["valid"] for e in results) else 1
 
 
-def _cursor_offset(text: str, line: int, column: int) -> int:
+class CommandError(Exception):
+    """A command cannot go on; the message says why (exit status 2)."""
+
+
+def cursor_offset(text: str, line: int, column: int) -> int:
     """Offset of a 1-based line and column (column counted in characters)."""
     if line < 1 or column < 1:
         raise ValueError(f"line and column are 1-based, got {line}:{column}")
@@ -81,36 +87,26 @@ def _cursor_offset(text: str, line: int, column: int) -> int:
     return offset + column - 1
 
 
+def _read_source(path: Path) -> str:
+    try:
+        return decode_source(path.read_bytes())
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+    except SourceDecodeError as exc:
+        raise CommandError(f"{path}: {exc}") from exc
+
+
 def _complete(args: argparse.Namespace) -> int:
     # Imported here: `fimlsp check` must not pay for loading llama.cpp.
-    from .completion import DecodeOptions, generate
+    from .decoding import DecodeOptions, generate
     from .model import ModelError, open_model
+    from .model.native import NATIVE_LOGGER
 
     # llama.cpp's errors are logged as warnings, which logging's last-resort handler would
     # print before the ModelError message that already carries them.
-    logging.getLogger("lsp_server.model.llm.llama_cpp").addHandler(logging.NullHandler())
-    path = Path(args.file)
-    try:
-        text = decode_source(path.read_bytes())
-    except OSError as exc:
-        print(f"fimlsp: error: cannot read {path}: {exc.strerror}", file=sys.stderr)
-        return 2
-    except SourceDecodeError as exc:
-        print(f"fimlsp: error: {path}: {exc}", file=sys.stderr)
-        return 2
-    offset = _cursor_offset(text, args.line, args.column)
-    left, right = text[:offset], text[offset:]
-    try:
-        model = open_model(
-            args.model,
-            n_ctx=args.ctx_size,
-            n_threads=args.threads,
-            n_gpu_layers=args.gpu_layers,
-            seed=args.seed,
-        )
-    except ModelError as exc:
-        print(f"fimlsp: error: {exc}", file=sys.stderr)
-        return 2
+    logging.getLogger(NATIVE_LOGGER).addHandler(logging.NullHandler())
+    text = _read_source(Path(args.file))
+    offset = cursor_offset(text, args.line, args.column)
     options = DecodeOptions(
         mode=args.mode,
         max_tokens=args.max_tokens,
@@ -122,22 +118,21 @@ def _complete(args: argparse.Namespace) -> int:
         deadline_s=args.deadline,
     )
     try:
-        result = generate(model, left, right, options, target=args.target)
-    except ModelError as exc:  # e.g. a context too small for the prompt
-        print(f"fimlsp: error: {exc}", file=sys.stderr)
-        return 2
+        with open_model(args.model, n_ctx=args.ctx_size, n_threads=args.threads,
+                        n_gpu_layers=args.gpu_layers) as model:  # fmt: skip
+            result = generate(model, text[:offset], text[offset:], options, target=args.target)
+    except ModelError as exc:  # a model that cannot load, a context too small for the prompt
+        raise CommandError(str(exc)) from exc
     if args.json:
         print(json.dumps(result.as_dict(), indent=2))
-    else:
-        sys.stdout.write(result.middle)
-        if not result.middle.endswith("\n"):
-            sys.stdout.write("\n")
-        sys.stdout.flush()
-        print(
-            f"-- {result.stop_reason}, complete={result.complete}, {result.tokens} tokens, "
-            f"{result.timings.get('total_ms', 0.0):.0f} ms",
-            file=sys.stderr,
-        )
+        return 0
+    sys.stdout.write(result.middle)
+    if not result.middle.endswith("\n"):
+        sys.stdout.write("\n")
+    sys.stdout.flush()
+    total_ms = result.timings.total_ms
+    print(f"-- {result.stop_reason}, complete={result.complete}, {result.tokens} tokens, "
+          f"{total_ms:.0f} ms", file=sys.stderr)  # fmt: skip
     return 0
 
 
@@ -168,6 +163,21 @@ def build_parser() -> argparse.ArgumentParser:
         prog="fimlsp", description="Syntax-guaranteed fill-in-the-middle completion for Python."
     )
     parser.add_argument("--version", action="version", version=f"fimlsp {__version__}")
+    _add_server_arguments(parser)
+    parser.set_defaults(func=_serve)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    check = sub.add_parser(
+        "check", help="check whether files are valid Python for a target version"
+    )
+    check.add_argument("files", nargs="+", metavar="FILE")
+    check.add_argument("--target", default=str(NEWEST), help=_TARGET_HELP)
+    check.add_argument("--json", action="store_true", help="print JSON")
+    check.set_defaults(func=_check)
+    _add_complete_command(sub)
+    return parser
+
+
+def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
     serve = parser.add_argument_group("language server (when no command is given)")
     transport = serve.add_mutually_exclusive_group()
     transport.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout "
@@ -182,16 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="log level (default WARNING)",
     )
-    parser.set_defaults(func=_serve)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    check = sub.add_parser(
-        "check", help="check whether files are valid Python for a target version"
-    )
-    check.add_argument("files", nargs="+", metavar="FILE")
-    check.add_argument("--target", default=str(NEWEST), help=_TARGET_HELP)
-    check.add_argument("--json", action="store_true", help="print JSON")
-    check.set_defaults(func=_check)
 
+
+def _add_complete_command(sub: Any) -> None:
     comp = sub.add_parser(
         "complete", help="print a syntax-checked completion for a cursor position in FILE"
     )
@@ -203,9 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="GGUF path, hf://owner/repo/file.gguf, or 'default' (the embedded default model)",
     )
-    comp.add_argument(
-        "--mode", choices=["constrained", "unconstrained", "checked"], default="constrained"
-    )
+    comp.add_argument("--mode", choices=MODES, default="constrained")
     comp.add_argument("--max-tokens", type=int, default=64)
     comp.add_argument("--top-k", type=int, default=50)
     comp.add_argument("--temperature", type=float, default=0.0)
@@ -219,14 +220,13 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--target", default=str(NEWEST), help=_TARGET_HELP)
     comp.add_argument("--json", action="store_true", help="print one JSON object")
     comp.set_defaults(func=_complete)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except ValueError as exc:  # bad --target and similar
+    except (ValueError, CommandError) as exc:  # bad --target and similar
         print(f"fimlsp: error: {exc}", file=sys.stderr)
         return 2
 

@@ -15,12 +15,23 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from lexer.text import line_end_offsets
 
-__all__ = ["Document", "PositionEncoding", "PositionError"]
+__all__ = ["Document", "PositionEncoding", "PositionError", "position_encoding"]
 
-PositionEncoding = str  # "utf-16" (the protocol's default), "utf-8" or "utf-32"
+#: How columns are counted; UTF-16 code units are the protocol's default.
+PositionEncoding = Literal["utf-8", "utf-16", "utf-32"]
+_ENCODINGS: tuple[PositionEncoding, ...] = get_args(PositionEncoding)
+
+
+def position_encoding(name: object) -> PositionEncoding:
+    """The encoding a negotiated name stands for; the protocol's default otherwise."""
+    for encoding in _ENCODINGS:
+        if name == encoding:
+            return encoding
+    return "utf-16"
 
 
 class PositionError(ValueError):

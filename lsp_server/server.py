@@ -1,23 +1,26 @@
 """The language server: syntax-guaranteed fill-in-the-middle over LSP.
 
-Built on pygls.  What it adds to pygls' defaults:
+Built on pygls, in the shape of its example servers: the state lives in a
+:class:`FimLanguageServer` subclass, each handler is a plainly decorated function
+that calls one of its methods, and blocking work runs off the event loop (the model
+on the worker thread of :mod:`lsp_server.engine`; only ``shutdown`` waits for it).
+What it adds to pygls' defaults:
 
-* Documents are kept by :mod:`lsp_server.documents`, which splits lines as the
-  protocol does (pygls' own store uses ``str.splitlines``, which also breaks at
-  form feeds and U+2028) and converts UTF-16, UTF-8 or UTF-32 columns.
-* ``textDocument/inlineCompletion`` is advertised (pygls does not by default)
-  and served by the model worker of :mod:`lsp_server.engine`;
-  ``textDocument/completion`` offers the same middle as one completion item for
-  clients without inline completion.
+* Documents are kept by :mod:`lsp_server.documents` and completion requests are
+  captured when they arrive (:mod:`lsp_server.protocol` says why).
+* ``textDocument/inlineCompletion`` is advertised (pygls does not by default) and
+  served by the model worker; ``textDocument/completion`` offers the same middle as
+  one completion item for clients without inline completion.
 * ``$/cancelRequest`` reaches a running generation between tokens, and a newer
   request for a document cancels the older one.
 * Settings come from ``initializationOptions``, ``workspace/configuration``
   (section ``fimlsp``) and ``workspace/didChangeConfiguration``.
-* Model loading reports ``$/progress``; a model that cannot load is shown with
-  ``window/showMessage`` and completions stay off until the settings change.
-* After each completion the server sends ``fimlsp/status``; the request
-  ``fimlsp/serverStatus`` returns what the server holds (documents, queued and
-  running requests, memory), for tests, benchmarks and curious users.
+* Model loading reports ``$/progress`` (:mod:`lsp_server.progress`); a model that
+  cannot load is shown with ``window/showMessage`` and completions stay off until the
+  settings change.
+* After each completion the server sends ``fimlsp/status`` (:mod:`lsp_server.status`);
+  the request ``fimlsp/serverStatus`` returns what the server holds (documents,
+  queued and running requests, memory), for tests, benchmarks and curious users.
 """
 
 from __future__ import annotations
@@ -27,96 +30,100 @@ import dataclasses
 import hashlib
 import logging
 import os
-import re
 import threading
-import uuid
-from collections.abc import Callable, Generator
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from . import __version__
-from .documents import Document, PositionError
-from .engine import Answer, Engine, Request
-from .settings import Settings
+from .completion_item import completion_item
+from .documents import Document, PositionEncoding, PositionError, position_encoding
+from .engine import Engine
+from .progress import LoadProgress
+from .protocol import FimProtocol
+from .request import Answer, Request
+from .settings import Settings, SettingsLayers
+from .status import SERVER_STATUS_REQUEST, STATUS_NOTIFICATION, EngineState
 
-__all__ = ["SERVER_STATUS_REQUEST", "STATUS_NOTIFICATION", "FimLanguageServer", "create_server"]
+__all__ = ["FimLanguageServer", "create_server", "rss_mb"]
 
 log = logging.getLogger(__name__)
 
-STATUS_NOTIFICATION = "fimlsp/status"
-SERVER_STATUS_REQUEST = "fimlsp/serverStatus"
-_WORD_TAIL = re.compile(r"\w*\Z")
-_COMPLETION_METHODS = (types.TEXT_DOCUMENT_INLINE_COMPLETION, types.TEXT_DOCUMENT_COMPLETION)
 
+class InFlight:
+    """Completion requests between their arrival and their answer, by message id."""
 
-class _Protocol(LanguageServerProtocol):
-    """pygls' protocol without its document store: :class:`FimLanguageServer` keeps its own."""
+    def __init__(self) -> None:
+        self._captured: dict[Any, Request | Exception] = {}  # arrived, handler not started
+        self._running: dict[Any, Request] = {}  # handler awaiting the worker
 
-    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
-    def lsp_text_document__did_open(self, params: Any) -> Generator[Any, Any, None]:
-        yield from self._user(types.TEXT_DOCUMENT_DID_OPEN, params)
+    def capture(self, msg_id: Any, request: Request | Exception) -> None:
+        """A request's snapshot (or why there is none), taken when it arrived."""
+        self._captured[msg_id] = request
 
-    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(self, params: Any) -> Generator[Any, Any, None]:
-        yield from self._user(types.TEXT_DOCUMENT_DID_CHANGE, params)
+    def start(self, msg_id: Any) -> Request:
+        """The captured request for the handler now starting; raises what capture met."""
+        captured = self._captured.pop(msg_id, None)
+        if captured is None:
+            raise JsonRpcInvalidParams("no document snapshot for this request")
+        if isinstance(captured, Exception):
+            raise captured
+        self._running[msg_id] = captured
+        return captured
 
-    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
-    def lsp_text_document__did_close(self, params: Any) -> Generator[Any, Any, None]:
-        yield from self._user(types.TEXT_DOCUMENT_DID_CLOSE, params)
+    def finish(self, msg_id: Any) -> None:
+        self._running.pop(msg_id, None)
 
-    def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
-        # A completion reads the document *now*: its handler is a coroutine that starts
-        # later, after the loop may have applied more changes from the client.
-        if method_name in _COMPLETION_METHODS:
-            server = self._server
-            assert isinstance(server, FimLanguageServer)
-            server.capture(msg_id, params)
-        super()._handle_request(msg_id, method_name, params)
+    def cancel(self, msg_id: Any) -> None:
+        """``$/cancelRequest``: stop the worker on it, whether or not its handler started."""
+        captured = self._captured.pop(msg_id, None)
+        if isinstance(captured, Request):
+            captured.cancel.set()
+        running = self._running.get(msg_id)
+        if running is not None:
+            running.cancel.set()
 
-    def _handle_cancel_notification(self, msg_id: Any) -> None:
-        server = self._server
-        assert isinstance(server, FimLanguageServer)
-        server.cancel_captured(msg_id)
-        super()._handle_cancel_notification(msg_id)
-
-    def _user(self, method: str, params: Any) -> Generator[Any, Any, None]:
-        handler = self.fm.features.get(method)
-        if handler is not None:
-            yield handler, (params,), None
+    def counters(self) -> dict[str, int]:
+        return {"capturedRequests": len(self._captured), "runningRequests": len(self._running)}
 
 
 class FimLanguageServer(LanguageServer):
-    """Holds the documents, the settings and the model worker."""
+    """Holds the documents, the settings, the requests in flight and the model worker."""
 
     def __init__(self) -> None:
-        super().__init__("fimlsp", __version__, protocol_cls=_Protocol)
+        super().__init__("fimlsp", __version__, protocol_cls=FimProtocol)
         self.documents: dict[str, Document] = {}
-        self._captured: dict[Any, Request | Exception] = {}  # requests not yet awaited
-        self._running: dict[Any, Request] = {}  # requests being awaited, by message id
+        self.requests = InFlight()
         self.settings = Settings()
-        # Settings layers, later ones win: initializationOptions, workspace/configuration,
-        # the last settings pushed with didChangeConfiguration.
-        self._init_options: object = None
-        self._pulled: object = None
-        self._pushed: object = None
+        self.layers = SettingsLayers()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._progress = _LoadProgress(self)
+        self._progress = LoadProgress(self)
         self._shown_error: str | None = None
         self.engine = Engine(on_state=self._engine_state, on_progress=self._engine_progress)
 
-    # ---------------------------------------------------------------- helpers
+    # ---------------------------------------------------------------- session
+
+    def begin_session(self, params: types.InitializeParams) -> None:
+        """``initialize``: remember the event loop (the worker reports through it) and
+        the client's initialization options, the first settings layer."""
+        self._loop = asyncio.get_running_loop()
+        self.layers.initial = params.initialization_options
+
+    def end_session(self) -> None:
+        """``shutdown``: cancel everything and stop the worker.  This joins the worker on
+        the event loop (for at most 2 s) on purpose: the reply must be written before an
+        ``exit`` that follows at once is handled."""
+        self.engine.shutdown(timeout=2.0)
 
     @property
-    def position_encoding(self) -> str:
+    def position_encoding(self) -> PositionEncoding:
+        """The column encoding negotiated in ``initialize``."""
         caps = self.protocol.server_capabilities
         encoding = getattr(caps, "position_encoding", None) if caps is not None else None
-        if encoding is None:
-            return "utf-16"
-        return str(getattr(encoding, "value", encoding))
+        return position_encoding(getattr(encoding, "value", encoding))
 
     def _threadsafe(self, call: Callable[[], None]) -> None:
         """Run ``call`` on the server's event loop (the model worker is another thread)."""
@@ -136,6 +143,8 @@ class FimLanguageServer(LanguageServer):
     def send_status(self, status: dict[str, Any]) -> None:
         self._threadsafe(lambda: self.protocol.notify(STATUS_NOTIFICATION, status))
 
+    # ---------------------------------------------------------------- documents
+
     def document(self, uri: str) -> Document:
         doc = self.documents.get(uri)
         if doc is None:
@@ -148,62 +157,97 @@ class FimLanguageServer(LanguageServer):
         except PositionError as exc:
             raise JsonRpcInvalidParams(str(exc)) from None
 
+    def open_document(self, item: types.TextDocumentItem) -> None:
+        self.documents[item.uri] = Document(item.uri, item.text, item.version, item.language_id)
+
+    def change_document(self, params: types.DidChangeTextDocumentParams) -> None:
+        """Apply the changes in order; on a change that does not fit, say so and stop (the
+        client's copy and ours differ now)."""
+        doc = self.documents.get(params.text_document.uri)
+        if doc is None:
+            log.warning("change to a document that is not open: %s", params.text_document.uri)
+            return
+        encoding = self.position_encoding
+        for change in params.content_changes:
+            if not isinstance(change, types.TextDocumentContentChangePartial):
+                doc.set_text(change.text)
+                continue
+            start, end = change.range.start, change.range.end
+            try:
+                doc.replace(
+                    (start.line, start.character), (end.line, end.character), change.text, encoding
+                )
+            except PositionError as exc:
+                self.log_to_client(
+                    f"fimlsp: bad change to {doc.uri}: {exc}", types.MessageType.Error
+                )
+                return
+        doc.version = params.text_document.version
+
+    def close_document(self, uri: str) -> None:
+        self.documents.pop(uri, None)
+        self.engine.forget(uri)
+
     # ---------------------------------------------------------------- settings
 
-    def apply_settings(self, *layers: object) -> None:
-        settings = Settings()
-        for layer in (self._init_options, *layers):
-            settings, problems = settings.merged(layer)
-            for problem in problems:
-                self.log_to_client(f"fimlsp: {problem}", types.MessageType.Warning)
+    def apply_settings(self) -> None:
+        """Resolve the settings layers, report bad values, and (re)configure the worker."""
+        settings, problems = self.layers.resolve()
+        for problem in problems:
+            self.log_to_client(f"fimlsp: {problem}", types.MessageType.Warning)
         self.settings = settings
         if self.engine.configure(settings):
-            self.begin_progress()
+            self._begin_progress()
         if settings.enable:
             self.send_status({"state": self.engine.state, "message": self.engine.state_message})
 
     async def pull_settings(self) -> None:
         """Ask the client for section ``fimlsp`` when it supports workspace/configuration."""
         caps = self.client_capabilities.workspace
-        if caps is None or not caps.configuration:
-            self.apply_settings(self._pulled, self._pushed)
-            return
-        try:
-            result = await self.workspace_configuration_async(
-                types.ConfigurationParams(items=[types.ConfigurationItem(section="fimlsp")])
-            )
-        except Exception as exc:
-            log.warning("workspace/configuration failed: %s", exc)
-            result = [None]
-        self._pulled = result[0] if result else None
-        self.apply_settings(self._pulled, self._pushed)
+        if caps is not None and caps.configuration:
+            try:
+                result = await self.workspace_configuration_async(
+                    types.ConfigurationParams(items=[types.ConfigurationItem(section="fimlsp")])
+                )
+            except Exception as exc:
+                log.warning("workspace/configuration failed: %s", exc)
+                result = [None]
+            self.layers.pulled = result[0] if result else None
+        self.apply_settings()
 
-    # ---------------------------------------------------------------- engine hooks
+    async def settings_changed(self, pushed: object) -> None:
+        """``workspace/didChangeConfiguration``: settings sent along (older clients,
+        Neovim), or a hint that something changed, to be asked for."""
+        if isinstance(pushed, dict) and pushed.get("fimlsp") is not None:
+            self.layers.pushed = pushed
+            self.apply_settings()
+        else:  # "something changed": ask, as the protocol now prefers
+            self.layers.pushed = None  # the answer is newer than anything pushed before
+            await self.pull_settings()
 
-    def _engine_state(self, state: str, message: str) -> None:
+    # ---------------------------------------------------------------- the model's state
+
+    def _engine_state(self, state: EngineState, message: str) -> None:
         log.info("model %s: %s", state, message)
         self.send_status({"state": state, "message": message})
-        if state == "error" and message != self._shown_error:
+        if state == EngineState.ERROR and message != self._shown_error:
             self._shown_error = message
+            text = f"fimlsp: {message}. Completions are off until the model setting is fixed."
             self._threadsafe(
                 lambda: self.window_show_message(
-                    types.ShowMessageParams(
-                        type=types.MessageType.Error,
-                        message=f"fimlsp: {message}. Completions are off until the model "
-                        "setting is fixed.",
-                    )
+                    types.ShowMessageParams(type=types.MessageType.Error, message=text)
                 )
             )
-        elif state == "ready":
+        elif state == EngineState.READY:
             self._shown_error = None
             self.log_to_client(f"fimlsp: model ready: {message}", types.MessageType.Info)
-        if state in ("ready", "error"):
+        if state in (EngineState.READY, EngineState.ERROR):
             self._threadsafe(lambda: self._progress.finish(state))
 
     def _engine_progress(self, percent: int, message: str) -> None:
         self._threadsafe(lambda: self._progress.report(percent, message))
 
-    def begin_progress(self) -> None:
+    def _begin_progress(self) -> None:
         """Open a work-done progress for a model load, if the client shows them."""
         window = self.client_capabilities.window
         if window is not None and window.work_done_progress:
@@ -217,236 +261,50 @@ class FimLanguageServer(LanguageServer):
             doc = self.document(params.text_document.uri)
             offset = self.offset(doc, params.position)
         except JsonRpcInvalidParams as exc:
-            self._captured[msg_id] = exc
+            self.requests.capture(msg_id, exc)
             return
         context = getattr(params, "context", None)
         invoked = isinstance(context, types.InlineCompletionContext) and (
             context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
         )
-        self._captured[msg_id] = self.engine.submit(
-            doc.uri, doc.text, offset, self.settings, alternatives=invoked
-        )
-
-    def cancel_captured(self, msg_id: Any) -> None:
-        """``$/cancelRequest``: stop the worker on it, whether or not its handler started."""
-        captured = self._captured.pop(msg_id, None)
-        if isinstance(captured, Request):
-            captured.cancel.set()
-        request = self._running.get(msg_id)
-        if request is not None:
-            request.cancel.set()
+        request = self.engine.submit(doc.uri, doc.text, offset, self.settings, invoked)
+        self.requests.capture(msg_id, request)
 
     async def complete(self) -> tuple[Request, Answer]:
         """Wait for the request captured for the message being handled."""
-        captured = self._captured.pop(self.protocol.msg_id, None)
-        if captured is None:
-            raise JsonRpcInvalidParams("no document snapshot for this request")
-        if isinstance(captured, Exception):
-            raise captured
-        request = captured
         msg_id = self.protocol.msg_id
-        self._running[msg_id] = request
+        request = self.requests.start(msg_id)
         try:
             answer = await asyncio.wrap_future(request.future)
         except asyncio.CancelledError:
             request.cancel.set()  # $/cancelRequest: stop generating at the next token
             raise
         finally:
-            self._running.pop(msg_id, None)
+            self.requests.finish(msg_id)
         self.send_status(answer.status)
         return request, answer
 
-
-class _LoadProgress:
-    """``$/progress`` for one model load; every method runs on the event loop.
-
-    The client must answer ``window/workDoneProgress/create`` before the server may
-    begin, while the model worker reports as it goes: reports that come before the
-    begin are held (the last one is sent after it), and a load that finishes first
-    is ended right after the begin.
-    """
-
-    def __init__(self, server: LanguageServer) -> None:
-        self.server = server
-        self.token: str | None = None
-        self.begun = False
-        self.pending: tuple[int, str] | None = None
-        self.finished: str | None = None
-
-    def start(self) -> None:
-        if self.token is not None:
-            return
-        token = self.token = f"fimlsp-load-{uuid.uuid4().hex[:8]}"
-        self.begun, self.pending, self.finished = False, None, None
-
-        def created(*_: object) -> None:
-            if self.token != token:
-                return
-            progress = self.server.work_done_progress
-            progress.begin(
-                token,
-                types.WorkDoneProgressBegin(
-                    title="fimlsp", message="loading the model", percentage=0
-                ),
-            )
-            self.begun = True
-            if self.pending is not None:
-                self.report(*self.pending)
-            if self.finished is not None:
-                self.finish(self.finished)
-
-        try:
-            self.server.work_done_progress.create(token, created)
-        except Exception as exc:  # a client that refuses gets no progress, nothing else
-            log.warning("cannot create progress: %s", exc)
-            self.token = None
-
-    def report(self, percent: int, message: str) -> None:
-        if self.token is None:
-            return
-        if not self.begun:
-            self.pending = (percent, message)
-            return
-        self.server.work_done_progress.report(
-            self.token, types.WorkDoneProgressReport(message=message, percentage=percent)
-        )
-
-    def finish(self, state: str) -> None:
-        if self.token is None:
-            return
-        if not self.begun:
-            self.finished = state
-            return
-        token, self.token = self.token, None
-        self.server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=state))
-
-
-def create_server() -> FimLanguageServer:
-    """A server with every feature registered."""
-    server = FimLanguageServer()
-
-    @server.feature(types.INITIALIZE)
-    def initialize(ls: FimLanguageServer, params: types.InitializeParams) -> None:
-        ls._loop = asyncio.get_running_loop()
-        ls._init_options = params.initialization_options
-
-    @server.feature(types.INITIALIZED)
-    async def initialized(ls: FimLanguageServer, params: types.InitializedParams) -> None:
-        await ls.pull_settings()
-
-    @server.feature(types.SHUTDOWN)
-    def shutdown(ls: FimLanguageServer, params: Any) -> None:
-        ls.engine.shutdown(timeout=2.0)
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def did_change_configuration(
-        ls: FimLanguageServer, params: types.DidChangeConfigurationParams
-    ) -> None:
-        pushed = params.settings
-        if isinstance(pushed, dict) and pushed.get("fimlsp") is not None:
-            # Settings sent with the notification (older clients, Neovim's settings).
-            ls._pushed = pushed
-            ls.apply_settings(ls._pulled, ls._pushed)
-        else:  # "something changed": ask, as the protocol now prefers
-            ls._pushed = None  # the answer is newer than anything pushed before
-            await ls.pull_settings()
-
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: FimLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
-        item = params.text_document
-        ls.documents[item.uri] = Document(item.uri, item.text, item.version, item.language_id)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: FimLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
-        doc = ls.documents.get(params.text_document.uri)
-        if doc is None:
-            log.warning("change to a document that is not open: %s", params.text_document.uri)
-            return
-        encoding = ls.position_encoding
-        for change in params.content_changes:
-            if isinstance(change, types.TextDocumentContentChangePartial):
-                start, end = change.range.start, change.range.end
-                try:
-                    doc.replace(
-                        (start.line, start.character), (end.line, end.character), change.text,
-                        encoding,
-                    )  # fmt: skip
-                except PositionError as exc:
-                    # The client's copy and ours differ now; ask for a full resync.
-                    ls.log_to_client(f"fimlsp: bad change to {doc.uri}: {exc}",
-                                     types.MessageType.Error)  # fmt: skip
-                    return
-            else:
-                doc.set_text(change.text)
-        doc.version = params.text_document.version
-
-    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    def did_save(ls: FimLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
-        """Nothing to do (the text is synchronized by changes); some clients send it anyway."""
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls: FimLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
-        ls.documents.pop(params.text_document.uri, None)
-        ls.engine.forget(params.text_document.uri)
-
-    @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
-    async def inline_completion(
-        ls: FimLanguageServer, params: types.InlineCompletionParams
-    ) -> types.InlineCompletionList:
-        _, answer = await ls.complete()
-        here = types.Range(start=params.position, end=params.position)
-        items = [
-            types.InlineCompletionItem(insert_text=s.middle, range=here) for s in answer.suggestions
-        ]
-        return types.InlineCompletionList(items=items)
-
-    @server.feature(
-        types.TEXT_DOCUMENT_COMPLETION,
-        types.CompletionOptions(trigger_characters=[".", "(", "[", ",", " ", ":", "="]),
-    )
-    async def completion(
-        ls: FimLanguageServer, params: types.CompletionParams
-    ) -> types.CompletionList:
-        request, answer = await ls.complete()
-        items = [_completion_item(ls, request, s.middle, answer.status) for s in answer.suggestions]
-        return types.CompletionList(is_incomplete=True, items=items)
-
-    @server.feature(SERVER_STATUS_REQUEST)
-    def server_status(ls: FimLanguageServer, params: Any) -> dict[str, Any]:
-        """Counters for tests and benchmarks: what the server holds right now.
-
-        With ``{"uri": ...}`` also the document's version, length and SHA-256, so that a
-        client can check that its copy and the server's agree.
-        """
-        uri = getattr(params, "uri", None) or (
-            params.get("uri") if isinstance(params, dict) else None
-        )
-        doc = ls.documents.get(uri) if isinstance(uri, str) else None
-        document = (
-            {
-                "version": doc.version,
-                "length": len(doc.text),
-                "sha256": hashlib.sha256(doc.text.encode("utf-8", "surrogatepass")).hexdigest(),
-            }
-            if doc is not None
-            else None
-        )
+    def server_status(self, uri: str | None) -> dict[str, Any]:
+        """What the server holds now; with a URI, also that document's version, length and
+        SHA-256, so that a client can check that its copy and the server's agree."""
+        doc = self.documents.get(uri) if uri is not None else None
+        document = None
+        if doc is not None:
+            digest = hashlib.sha256(doc.text.encode("utf-8", "surrogatepass")).hexdigest()
+            document = {"version": doc.version, "length": len(doc.text), "sha256": digest}
         return {
             "document": document,
-            "state": ls.engine.state,
-            "message": ls.engine.state_message,
-            "settings": dataclasses.asdict(ls.settings),
-            "documents": len(ls.documents),
-            "capturedRequests": len(ls._captured),
-            "runningRequests": len(ls._running),
-            **ls.engine.counters(),
-            "rssMb": round(_rss_mb(), 1),
+            "state": self.engine.state,
+            "message": self.engine.state_message,
+            "settings": dataclasses.asdict(self.settings),
+            "documents": len(self.documents),
+            **self.requests.counters(),
+            **self.engine.counters(),
+            "rssMb": round(rss_mb(), 1),
         }
 
-    return server
 
-
-def _rss_mb() -> float:
+def rss_mb() -> float:
     """Resident memory of this process (Linux /proc; 0 where unavailable)."""
     try:
         with open("/proc/self/statm", encoding="ascii") as statm:
@@ -456,32 +314,99 @@ def _rss_mb() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def _completion_item(
-    ls: FimLanguageServer, request: Request, middle: str, status: dict[str, Any]
-) -> types.CompletionItem:
-    """One completion item that inserts ``middle``; it replaces the word before the
-    cursor with itself plus the middle, so that clients filtering by that word keep it."""
-    left = request.text[: request.offset]
-    word = _WORD_TAIL.search(left)
-    prefix = word.group() if word else ""
-    doc = Document(request.uri, request.text)
+# -------------------------------------------------------------------- handlers
+
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+#: (method, options, handler), registered on every server create_server makes.
+_FEATURES: list[tuple[str, Any, Callable[..., Any]]] = []
+
+
+def feature(method: str, options: Any = None) -> Callable[[Handler], Handler]:
+    """Register the decorated function as the handler of ``method``."""
+
+    def register(handler: Handler) -> Handler:
+        _FEATURES.append((method, options, handler))
+        return handler
+
+    return register
+
+
+@feature(types.INITIALIZE)
+def initialize(ls: FimLanguageServer, params: types.InitializeParams) -> None:
+    ls.begin_session(params)
+
+
+@feature(types.INITIALIZED)
+async def initialized(ls: FimLanguageServer, params: types.InitializedParams) -> None:
+    await ls.pull_settings()
+
+
+@feature(types.SHUTDOWN)
+def shutdown(ls: FimLanguageServer, params: Any) -> None:
+    ls.end_session()
+
+
+@feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def did_change_configuration(
+    ls: FimLanguageServer, params: types.DidChangeConfigurationParams
+) -> None:
+    await ls.settings_changed(params.settings)
+
+
+@feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: FimLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.open_document(params.text_document)
+
+
+@feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: FimLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.change_document(params)
+
+
+@feature(types.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: FimLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+    """Nothing to do (the text is synchronized by changes); some clients send it anyway."""
+
+
+@feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: FimLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.close_document(params.text_document.uri)
+
+
+@feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+async def inline_completion(
+    ls: FimLanguageServer, params: types.InlineCompletionParams
+) -> types.InlineCompletionList:
+    _, answer = await ls.complete()
+    here = types.Range(start=params.position, end=params.position)
+    items = [
+        types.InlineCompletionItem(insert_text=s.middle, range=here) for s in answer.suggestions
+    ]
+    return types.InlineCompletionList(items=items)
+
+
+@feature(
+    types.TEXT_DOCUMENT_COMPLETION,
+    types.CompletionOptions(trigger_characters=[".", "(", "[", ",", " ", ":", "="]),
+)
+async def completion(ls: FimLanguageServer, params: types.CompletionParams) -> types.CompletionList:
+    request, answer = await ls.complete()
+    tokens = answer.status.get("tokens", 0)
     encoding = ls.position_encoding
-    start = types.Position(*doc.position_at(request.offset - len(prefix), encoding))
-    end = types.Position(*doc.position_at(request.offset, encoding))
-    first_line = middle.split("\n", 1)[0].strip() or middle.strip().split("\n", 1)[0]
-    label = prefix + (first_line if len(first_line) <= 60 else first_line[:57] + "...")
-    lines = middle.count("\n") + 1
-    detail = f"fimlsp: {lines} line{'s' if lines > 1 else ''}, {status.get('tokens', 0)} tokens"
-    return types.CompletionItem(
-        label=label or "(fimlsp)",
-        kind=types.CompletionItemKind.Snippet,
-        detail=detail,
-        documentation=types.MarkupContent(
-            kind=types.MarkupKind.Markdown, value=f"```python\n{prefix}{middle}\n```"
-        ),
-        filter_text=prefix + middle,
-        text_edit=types.TextEdit(range=types.Range(start=start, end=end), new_text=prefix + middle),
-        insert_text_format=types.InsertTextFormat.PlainText,
-        sort_text="0",
-        preselect=True,
-    )
+    items = [completion_item(request, s.middle, tokens, encoding) for s in answer.suggestions]
+    return types.CompletionList(is_incomplete=True, items=items)
+
+
+@feature(SERVER_STATUS_REQUEST)
+def server_status(ls: FimLanguageServer, params: Any) -> dict[str, Any]:
+    """Counters for tests and benchmarks (``{"uri": ...}``: also that document)."""
+    uri = getattr(params, "uri", None) or (params.get("uri") if isinstance(params, dict) else None)
+    return ls.server_status(uri if isinstance(uri, str) else None)
+
+
+def create_server() -> FimLanguageServer:
+    """A server with every handler registered."""
+    server = FimLanguageServer()
+    for method, options, handler in _FEATURES:
+        server.feature(method, options)(handler)
+    return server

@@ -12,16 +12,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from lexer.version import NEWEST, SUPPORTED
+from lexer.version import NEWEST, SUPPORTED, TargetVersion
 
-__all__ = ["LineMode", "Settings"]
+from .modes import LINE_MODES, MODES, LineMode, Mode
 
-LineMode = Literal["auto", "single", "multi"]
+__all__ = ["Settings", "SettingsLayers"]
 
-_MODES = ("constrained", "unconstrained", "checked")
-_LINE_MODES = ("auto", "single", "multi")
 _TARGETS = tuple(str(v) for v in SUPPORTED)
 
 
@@ -41,11 +39,16 @@ class Settings:
     max_tokens: int = 64
     deadline_ms: int = 3000
     top_k: int = 50
-    mode: str = "constrained"
+    mode: Mode = "constrained"
     line_mode: LineMode = "auto"
     python_version: str = str(NEWEST)
     #: Larger documents get no completions (building their quotient would take seconds).
     max_document_chars: int = 2_000_000
+
+    @property
+    def target(self) -> TargetVersion:
+        """``python_version`` as the parser takes it (the setting is spelled "3.13")."""
+        return TargetVersion.parse(self.python_version)
 
     @property
     def model_spec(self) -> str | tuple[str, str]:
@@ -80,6 +83,28 @@ class Settings:
             except (TypeError, ValueError) as exc:
                 problems.append(f"setting {key!r}: {exc}")
         return dataclasses.replace(self, **changes), problems
+
+
+@dataclass
+class SettingsLayers:
+    """Where the settings come from; later layers win.
+
+    ``initial``: ``initializationOptions``; ``pulled``: the client's answer to
+    ``workspace/configuration`` (section ``fimlsp``); ``pushed``: the last settings sent
+    with ``workspace/didChangeConfiguration``.  Each is editor JSON (or None).
+    """
+
+    initial: object = None
+    pulled: object = None
+    pushed: object = None
+
+    def resolve(self) -> tuple[Settings, list[str]]:
+        """The settings, and the problems found on the way (bad values are ignored)."""
+        settings, problems = Settings(), []
+        for layer in (self.initial, self.pulled, self.pushed):
+            settings, found = settings.merged(layer)
+            problems += found
+        return settings, problems
 
 
 _FIELDS = {f.name for f in dataclasses.fields(Settings)}
@@ -126,9 +151,9 @@ def _check(name: str, value: object) -> object:
     if name == "python_version":
         return _choice(str(value), _TARGETS)
     if name == "mode":
-        return _choice(value, _MODES)
+        return _choice(value, MODES)
     if name == "line_mode":
-        return _choice(value, _LINE_MODES)
+        return _choice(value, LINE_MODES)
     limits = {
         "context_size": (256, 1 << 20),
         "threads": (1, 512),

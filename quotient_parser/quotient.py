@@ -304,6 +304,12 @@ class Quotient:
     def target(self) -> TargetVersion:
         return self.recognizer.version
 
+    @property
+    def left_viable(self) -> bool:
+        """Some text after the left context makes a valid module: when the quotient is
+        empty, this tells whether the left context or the right one is to blame."""
+        return self.initial.state.viable
+
 
 class QuotientState:
     """An immutable state of the quotient after some middle text."""

@@ -92,7 +92,7 @@ def family_model(family_path: Callable[[str], Path]) -> Iterator[Callable[[str],
     def get(name: str) -> FamilyModel:
         if name not in loaded:
             loaded[name] = FamilyModel(name, FAMILIES[name], FimModel(family_path(name), n_ctx=512))
-        loaded[name].model.reset()
+        loaded[name].model.cache.reset()
         return loaded[name]
 
     yield get

@@ -1,8 +1,9 @@
 """Helpers for the language-server tests: a real ``fimlsp --stdio`` under pytest-lsp.
 
 The server runs in a subprocess with a tiny random-weight model that wants to stop
-(``stop_bias``), so constrained decoding ends at the first complete middle and the
-tests see completions; with plain random weights almost none would end in time.
+(``stopping_model`` of model_fixtures), so constrained decoding ends at the first
+complete middle and the tests see completions; with plain random weights almost none
+would end in time.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import asyncio
 import hashlib
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,21 +19,10 @@ from lsprotocol import types
 
 pytest.importorskip("pytest_lsp", reason="pytest-lsp is not installed")
 
-from model_fixtures import TinyFactory
+from model_fixtures import stopping_model  # noqa: F401  (the tests take the fixture from here)
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "lsp_server.cli", "--stdio"])
-
-#: The tiny test model's preferences: end-of-sequence above all, then closers.
-STOPPING_MODEL = {
-    "stop_bias": 30.0,
-    "token_bias": {")": 25.0, "]": 24.0, "}": 23.0, " x": 20.0, "\n": 15.0},
-}
-
-
-@pytest.fixture(scope="session")
-def stopping_model(tiny_factory: TinyFactory) -> Path:
-    return tiny_factory("stopping", **STOPPING_MODEL)
 
 
 class Statuses:

@@ -84,6 +84,20 @@ def tiny_model_path(tiny_factory: TinyFactory) -> Path:
     return tiny_factory("starcoder")
 
 
+#: A tiny model that wants to stop: end-of-sequence above all, then closers.  Constrained
+#: decoding ends at the first complete middle, so tests see completions; with plain
+#: random weights almost none would end in time.
+STOPPING_MODEL = {
+    "stop_bias": 30.0,
+    "token_bias": {")": 25.0, "]": 24.0, "}": 23.0, " x": 20.0, "\n": 15.0},
+}
+
+
+@pytest.fixture(scope="session")
+def stopping_model(tiny_factory: TinyFactory) -> Path:
+    return tiny_factory("stopping", **STOPPING_MODEL)
+
+
 @pytest.fixture(scope="session")
 def tiny_session_model(tiny_model_path: Path) -> Iterator[FimModel]:
     model = FimModel(tiny_model_path, n_ctx=1024)
@@ -94,5 +108,5 @@ def tiny_session_model(tiny_model_path: Path) -> Iterator[FimModel]:
 @pytest.fixture
 def tiny_model(tiny_session_model: FimModel) -> FimModel:
     """The shared tiny model with an empty KV cache."""
-    tiny_session_model.reset()
+    tiny_session_model.cache.reset()
     return tiny_session_model

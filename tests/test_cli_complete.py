@@ -21,7 +21,7 @@ from model_fixtures import (  # noqa: F401  (fixtures are used by name)
     tiny_model_path,
 )
 
-from lsp_server.cli import _cursor_offset
+from lsp_server.cli import cursor_offset
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -269,8 +269,8 @@ def test_bad_target(fimlsp: Run, source: Path, tiny_model_path: Path) -> None:
         ("s = '\u2028'\nt\n", 2, 2, 9),
     ],
 )
-def test_cursor_offset(text: str, line: int, column: int, offset: int) -> None:
-    assert _cursor_offset(text, line, column) == offset
+def testcursor_offset(text: str, line: int, column: int, offset: int) -> None:
+    assert cursor_offset(text, line, column) == offset
 
 
 @pytest.mark.parametrize(
@@ -279,7 +279,7 @@ def test_cursor_offset(text: str, line: int, column: int, offset: int) -> None:
 )
 def test_cursor_offset_outside(text: str, line: int, column: int) -> None:
     with pytest.raises(ValueError, match="past the end"):
-        _cursor_offset(text, line, column)
+        cursor_offset(text, line, column)
 
 
 def test_check_reports_python_line_numbers(fimlsp: Run, tmp_path: Path) -> None:

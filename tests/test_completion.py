@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from backend_contract import BackendWrapper
 from model_fixtures import (  # noqa: F401  (fixtures are used by name)
     TinyFactory,
     model_cache,
@@ -30,16 +31,11 @@ from model_fixtures import (  # noqa: F401  (fixtures are used by name)
 
 from bench.grammar_coverage import Oracle, discover, stdlib_root
 from bench.quotient_check import Corpus, make_cuts
-from lsp_server.completion import (
-    Completion,
-    DecodeOptions,
-    FloatArray,
-    LanguageModel,
-    Mode,
-    _Utf8Buffer,
-    generate,
-)
-from lsp_server.model.llm import FimModel
+from lsp_server.decoding import Completion, DecodeOptions, generate
+from lsp_server.decoding.text import split_utf8
+from lsp_server.model import Backend, FimModel, LogitsRanking
+from lsp_server.model.context import FloatArray, Interrupt
+from lsp_server.modes import Mode
 from quotient_parser.quotient import Quotient
 
 Accepts = Callable[[str | bytes], bool]
@@ -55,8 +51,9 @@ BOTH: tuple[Mode, Mode] = ("constrained", "unconstrained")
 # ---------------------------------------------------------------- helpers
 
 
-class Steered:
-    """A model wrapper that records what the decoder asks and nudges the logits.
+class Steered(BackendWrapper):
+    """A backend that wraps the tiny model, records what the decoder asks and nudges the
+    logits.
 
     ``script[i]`` is made the clear favourite at generation step ``i`` (after ``i``
     appended tokens); ``eog_bias`` is added to every end-of-generation token's logit
@@ -71,6 +68,7 @@ class Steered:
         eog_bias: float = 0.0,
         mute_empty: bool = False,
     ) -> None:
+        super().__init__(model)
         self.model = model
         self.script = list(script)
         self.eog_bias = eog_bias
@@ -79,60 +77,56 @@ class Steered:
         self.prompt_texts: list[tuple[str, str]] = []
         self.appended: list[int] = []
 
-    @property
-    def vocab_bytes(self) -> list[bytes]:
-        return self.model.vocab_bytes
-
-    @property
-    def eog_ids(self) -> Sequence[int]:
-        return self.model.eog_ids
-
-    @property
-    def has_fim(self) -> bool:
-        return self.model.has_fim
-
-    def eog(self, token: int) -> bool:
-        return self.model.eog(token)
-
-    def tokenize(
-        self, text: str, add_special: bool = False, parse_special: bool = False
-    ) -> list[int]:
-        return self.model.tokenize(text, add_special, parse_special)
-
-    def build_fim_prompt(
-        self, prefix: str, suffix: str, max_new_tokens: int = 128, margin: int = 8
-    ) -> list[int]:
+    def build_fim_prompt(self, prefix: str, suffix: str, max_new_tokens: int = 128) -> list[int]:
         self.prompt_texts.append((prefix, suffix))
-        prompt = self.model.build_fim_prompt(prefix, suffix, max_new_tokens, margin)
+        prompt = self.model.build_fim_prompt(prefix, suffix, max_new_tokens)
         self.prompts.append(prompt)
         return prompt
 
-    def _steer(self, logits: FloatArray) -> FloatArray:
+    def start(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> SteeredGeneration:
+        self.appended = []
+        return SteeredGeneration(self, self.model.cache.evaluate(prompt, interrupt))
+
+    def steer(self, logits: FloatArray) -> LogitsRanking:
         out: FloatArray = logits.copy()
         if self.eog_bias:
-            out[list(self.model.eog_ids)] += self.eog_bias
+            out[self.model.eog_ids] += self.eog_bias
         if self.muted:
             out[self.muted] -= 1e4
         step = len(self.appended)
         if step < len(self.script):
             out[self.script[step]] = float(np.max(out)) + 100.0
-        return out
-
-    def evaluate(
-        self, tokens: Sequence[int], interrupt: Callable[[], bool] | None = None
-    ) -> FloatArray:
-        self.appended = []
-        return self._steer(self.model.evaluate(tokens, interrupt))
-
-    def append(self, token: int) -> FloatArray:
-        self.appended.append(token)
-        return self._steer(self.model.append(token))
+        return LogitsRanking(out, self.model.eog_ids)
 
     def generated_bytes(self) -> bytes:
-        return self.model.detokenize(self.appended)
+        return self.model.vocab.detokenize(self.appended)
 
 
-def _as_model(model: Steered) -> LanguageModel:
+class SteeredGeneration:
+    """The tiny model's generation with the steered logits."""
+
+    def __init__(self, steered: Steered, logits: FloatArray) -> None:
+        self.steered = steered
+        self._ranking = steered.steer(logits)
+
+    def ranking(self) -> LogitsRanking:
+        return self._ranking
+
+    def advance(self, token: int) -> None:
+        self.steered.appended.append(token)
+        self._ranking = self.steered.steer(self.steered.model.cache.append(token))
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> SteeredGeneration:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _as_model(model: Steered) -> Backend:
     return model  # checks that the wrapper satisfies the decoder's protocol
 
 
@@ -317,11 +311,11 @@ def test_timings_and_parser_samples(outcomes: list[Outcome]) -> None:
     for o in outcomes:
         c = o.constrained
         for key in ("quotient_ms", "prompt_ms", "prompt_tokens", "generate_ms", "total_ms"):
-            assert key in c.timings
+            assert key in c.timings.as_dict()
         # one parser sample per decoding step (the last one may end generation)
         assert c.tokens <= len(c.parser_us) <= c.tokens + 1
         assert all(us >= 0 for us in c.parser_us)
-        assert "quotient_ms" not in o.unconstrained.timings
+        assert o.unconstrained.timings.quotient_ms is None
         assert not o.unconstrained.parser_us
 
 
@@ -339,7 +333,7 @@ def test_single_line(
     # a never-stopping model still keeps to one line
     steered = Steered(tiny_model, eog_bias=-1e4)
     for mode in BOTH:
-        tiny_model.reset()
+        tiny_model.cache.reset()
         options = DecodeOptions(mode=mode, max_tokens=24, single_line=True)
         r = generate(steered, "# note: ", "\nx = 1\n", options, target=target)
         assert r.tokens > 0
@@ -374,7 +368,7 @@ def test_token_healing(
     assert r.middle.startswith("nt")  # "return print...", not "return pri print..."
     # the middle is judged after the whole left context, healed word included
     if mode == "constrained":
-        assert "quotient_ms" not in r.timings  # the quotient passed in was used
+        assert r.timings.quotient_ms is None  # the quotient passed in was used
         assert q.initial.feed(r.middle).complete is r.complete
     if r.complete:
         assert ast_accepts(HEAL_LEFT + r.middle + HEAL_RIGHT)
@@ -429,7 +423,7 @@ def test_token_healing_picks_a_matching_token(
     ],
 )
 def test_utf8_split(data: bytes, expected: tuple[str, bytes] | None) -> None:
-    assert _Utf8Buffer.split(data) == expected
+    assert split_utf8(data) == expected
 
 
 @pytest.mark.parametrize("mode", ["constrained", "unconstrained"])
@@ -541,7 +535,7 @@ def test_end_of_generation_only_where_complete(
     steered = Steered(tiny_model, script=[eos] * 8)
     r = generate(steered, "x = ", "\n", DecodeOptions(mode="unconstrained"), target=target)
     assert (r.middle, r.stop_reason, r.tokens) == ("", "eos", 0)
-    tiny_model.reset()
+    tiny_model.cache.reset()
     r = generate(steered, "x = ", "\n", DecodeOptions(max_tokens=8), target=target)
     assert r.tokens > 0 and r.complete is True
     assert r.stop_reason in ("eos", "max_tokens")
@@ -582,12 +576,12 @@ def nofim_model(tiny_factory: TinyFactory) -> Iterator[FimModel]:
 
 def test_no_fim_prompt_is_the_prefix(nofim_model: FimModel, target: tuple[int, int]) -> None:
     assert not nofim_model.has_fim and nofim_model.layout.order == "none"
-    nofim_model.reset()
+    nofim_model.cache.reset()
     steered = Steered(nofim_model)
     left, right = "def f(x):\n    return x + (", ")\n\n\nprint(f(1))\n"
     generate(steered, left, right, DecodeOptions(max_tokens=4), target=target)
     assert len(steered.prompts) == 1
-    assert nofim_model.detokenize(steered.prompts[0]) == left.encode()
+    assert nofim_model.vocab.detokenize(steered.prompts[0]) == left.encode()
 
 
 def test_no_fim_constrained(
@@ -607,7 +601,7 @@ def test_no_fim_stops_at_the_first_connected_line_end(
 ) -> None:
     # The model never sees "y = 2": left alone it would write on past the line.
     left, right = "x = ", "\ny = 2\n"
-    nofim_model.reset()
+    nofim_model.cache.reset()
     r = generate(nofim_model, left, right, DecodeOptions(max_tokens=MAX_TOKENS), target=target)
     assert (r.stop_reason, r.complete) == ("connected", True)
     assert r.middle and "\n" not in r.middle
@@ -624,10 +618,10 @@ def test_no_fim_with_nothing_before_the_cursor(
     # Without BOS, FIM tokens or text before the cursor (healing may take all of it)
     # the prompt would be empty.
     for mode in BOTH:
-        nofim_model.reset()
+        nofim_model.cache.reset()
         options = DecodeOptions(mode=mode, max_tokens=4)
         r = generate(nofim_model, left, right, options, target=target)
-        assert r.timings["prompt_tokens"] >= 1
+        assert r.timings.prompt_tokens >= 1
         if r.complete:
             assert ast_accepts(left + r.middle + right)
 
@@ -638,8 +632,8 @@ def test_deadline_during_the_prompt(tiny_model: FimModel, target: tuple[int, int
     left, right = "x = 1\n" * 300 + "y = (", ")\n"
     r = generate(tiny_model, left, right, DecodeOptions(deadline_s=0.0), target=target)
     assert (r.middle, r.stop_reason, r.tokens, r.complete) == ("", "deadline", 0, False)
-    assert r.timings["prompt_tokens"] > len(tiny_model.cached_tokens)
-    before = tiny_model.n_decoded
+    assert r.timings.prompt_tokens > len(tiny_model.cache.cached_tokens)
+    before = tiny_model.cache.n_decoded
     again = generate(tiny_model, left, right, DecodeOptions(max_tokens=4), target=target)
     assert again.stop_reason != "deadline"
-    assert tiny_model.n_decoded - before <= again.timings["prompt_tokens"] + again.tokens
+    assert tiny_model.cache.n_decoded - before <= again.timings.prompt_tokens + again.tokens

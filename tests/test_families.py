@@ -31,9 +31,11 @@ from family_fixtures import (  # noqa: F401  (fixtures are used by name)
 from model_fixtures import model_cache  # noqa: F401
 from test_completion import Steered
 
-from lsp_server.completion import DecodeOptions, Mode, generate
+from lsp_server.decoding import DecodeOptions, generate
+from lsp_server.model.families import assemble_prompt
 from lsp_server.model.llm import FimModel
 from lsp_server.model.tiny_families import FAMILIES
+from lsp_server.modes import Mode
 
 Get = Callable[[str], FamilyModel]
 
@@ -143,7 +145,7 @@ def test_suffix_first_prompt_is_the_trained_one(
         ft = m.fim_tokens
         bos = [ft.bos] if m.layout.add_bos and ft.bos is not None else []
         prefix, suffix = "a = 1\n", "b = 2\n"
-        suf = m._tokenize_suffix(suffix)
+        suf = m.vocab.tokenize_infill(suffix) if m.layout.suffix_no_space else m.tokenize(suffix)
         expected = [*bos, ft.pre, ft.suf, *suf, ft.mid, *m.tokenize(prefix)]
         assert m.build_fim_prompt(prefix, suffix) == expected
 
@@ -152,23 +154,22 @@ def test_suffix_first_prompt_is_the_trained_one(
 def test_end_of_generation_tokens(family_model: Get, name: str) -> None:
     fam = family_model(name)
     m = fam.model
-    lib = m._lib
-    native = [t for t in range(m.n_vocab) if lib.llama_vocab_is_eog(m.vocab, t)]
+    native = [t for t in range(m.vocab.n_vocab) if m.vocab.native_eog(t)]
     assert native == list(fam.spec.eog)
     # FimModel also stops at the FIM markers, the end of text and the end of turn
     ft = m.fim_tokens
     ends = {t for t in (*fam.spec.fim.values(), ft.eot, ft.eos) if t is not None}
     assert set(m.eog_ids) == set(fam.spec.eog) | ends
     assert all(m.eog(t) for t in m.eog_ids)
-    assert all(m.token_bytes(t) == b"" for t in m.eog_ids)  # control tokens: no text
+    assert all(m.vocab.token_bytes[t] == b"" for t in m.eog_ids)  # control tokens: no text
 
 
 def test_codellama_end_of_infill_token(family_model: Get) -> None:
     """llama.cpp looks for '_<EOT>' (ASCII underscore) and so misses CodeLlama's '▁<EOT>':
     its end-of-generation set is </s> alone; FimModel adds ▁<EOT> by its text."""
     m = family_model("codellama").model
-    assert m.token_text(32010) == "▁<EOT>"
-    assert not m._lib.llama_vocab_is_eog(m.vocab, 32010)
+    assert m.vocab.token_text(32010) == "▁<EOT>"
+    assert not m.vocab.native_eog(32010)
     assert m.fim_tokens.eot == 32010 and m.eog(32010)
 
 
@@ -204,7 +205,7 @@ def test_prompt_tokens_follow_the_reference(family_model: Get, name: str, suffix
         ft = m.fim_tokens
         start = expected.index(ft.suf or -1) + 1
         end = expected.index(ft.pre or -1) if m.layout.order == "sp" else len(expected) - 1
-        assert m.detokenize(expected[start:end]) == suffix.encode()
+        assert m.vocab.detokenize(expected[start:end]) == suffix.encode()
 
 
 def test_codestral_prompt_matches_mistral_common(family_model: Get) -> None:
@@ -214,9 +215,9 @@ def test_codestral_prompt_matches_mistral_common(family_model: Get) -> None:
     m = family_model("codestral").model
     assert m.build_fim_prompt("def f(", "")[:3] == [1, 13, 11]
     prompt = m.build_fim_prompt("def f(", "\n    return a + b")
-    assert prompt[:3] == [1, 13, 781] and m.token_text(781) == "<0x0A>"
+    assert prompt[:3] == [1, 13, 781] and m.vocab.token_text(781) == "<0x0A>"
     at = prompt.index(11)
-    assert m.detokenize(prompt[at + 1 :]) == b" def f("
+    assert m.vocab.detokenize(prompt[at + 1 :]) == b" def f("
 
 
 @pytest.mark.parametrize("name", FAMILY_NAMES)
@@ -226,11 +227,11 @@ def test_long_context_is_cut_on_line_boundaries(family_model: Get, name: str) ->
     m = family_model(name).model
     prefix = "".join(f"value_{i} = compute({i}, 'é')\n" for i in range(400)) + "total = "
     suffix = " + 1\n" + "".join(f"after_{i}(x, y)  # ✓\n" for i in range(400))
-    kept_prefix, kept_suffix = m.fit_context(prefix, suffix, max_new_tokens=64)
+    kept_prefix, kept_suffix = m.prompts.fit(prefix, suffix, m.prompts.window_budget(64))
     assert prefix.endswith(kept_prefix) and kept_prefix.endswith("total = ")
     assert prefix[len(prefix) - len(kept_prefix) - 1] == "\n"
     prompt = m.build_fim_prompt(prefix, suffix, max_new_tokens=64)
-    most = m.prompt_budget(64) + len(m._assemble([], []))
+    most = m.prompts.window_budget(64) + len(assemble_prompt(m.layout, m.fim_tokens, [], []))
     assert most - 40 <= len(prompt) <= most  # at most a line short on each side
     if m.has_fim:
         assert suffix.startswith(kept_suffix) and kept_suffix.endswith("\n")
@@ -250,19 +251,19 @@ def test_token_bytes_round_trip(family_model: Get, name: str, text: str) -> None
     m = family_model(name).model
     tokens = m.tokenize(text)
     lead = b" " if name in DUMMY_SPACE_FAMILIES else b""
-    assert m.detokenize(tokens) == lead + text.encode()
+    assert m.vocab.detokenize(tokens) == lead + text.encode()
 
 
 @pytest.mark.parametrize("name", SPM_FAMILIES)
 def test_sentencepiece_spaces_and_byte_tokens_render_as_bytes(family_model: Get, name: str) -> None:
     m = family_model(name).model
-    texts = [m.token_text(t) for t in range(m.n_vocab)]
+    texts = [m.vocab.token_text(t) for t in range(m.vocab.n_vocab)]
     byte_tokens = [t for t, s in enumerate(texts) if len(s) == 6 and s.startswith("<0x")]
     assert len(byte_tokens) == 256
-    assert all(m.token_bytes(t) == bytes([int(texts[t][3:5], 16)]) for t in byte_tokens)
+    assert all(m.vocab.token_bytes[t] == bytes([int(texts[t][3:5], 16)]) for t in byte_tokens)
     assert not any("\u2581".encode() in b for b in m.vocab_bytes)  # '▁' is a space
-    spaced = [t for t, s in enumerate(texts) if s.startswith("▁") and m.token_bytes(t)]
-    assert spaced and all(m.token_bytes(t).startswith(b" ") for t in spaced)
+    spaced = [t for t, s in enumerate(texts) if s.startswith("▁") and m.vocab.token_bytes[t]]
+    assert spaced and all(m.vocab.token_bytes[t].startswith(b" ") for t in spaced)
     snake = m.tokenize("x" + SNAKE)
     if name != "gemma":  # Gemma 4 has the snake as one piece
         assert [texts[t] for t in snake[-4:]] == ["<0xF0>", "<0x9F>", "<0x90>", "<0x8D>"]
@@ -292,7 +293,7 @@ def test_token_healing_writes_the_word_again(
 ) -> None:
     m = family_model(name).model
     last = m.tokenize(HEAL_LEFT.rsplit("\n", 1)[1])[-1]
-    healed = m.token_bytes(last).decode()
+    healed = m.vocab.token_bytes[last].decode()
     assert healed.strip() == "pri"
     steered = Steered(m, [last], eog_bias=-1e4)
     r = generate(steered, HEAL_LEFT, HEAL_RIGHT, DecodeOptions(mode=mode, max_tokens=4),
@@ -309,7 +310,7 @@ def test_token_healing_looks_beyond_the_top_k(
 ) -> None:
     m = family_model(name).model
     for mode in ("constrained", "unconstrained"):
-        m.reset()
+        m.cache.reset()
         steered = Steered(m, eog_bias=-1e4, mute_empty=True)
         options = DecodeOptions(mode=mode, max_tokens=3, top_k=5)
         r = generate(steered, HEAL_LEFT, HEAL_RIGHT, options, target=target)
@@ -332,7 +333,7 @@ def test_character_in_byte_tokens_is_held_back_until_whole(
     r = generate(steered, left, right, DecodeOptions(mode=mode, max_tokens=8), target=target)
     assert (r.middle, r.stop_reason, r.tokens) == (SNAKE, "eos", 4)
     # cut off after the first byte: nothing of the character comes out
-    m.reset()
+    m.cache.reset()
     steered = Steered(m, pieces[:1])
     stop = lambda: bool(steered.appended)  # noqa: E731
     r = generate(steered, left, right, DecodeOptions(mode=mode, max_tokens=8), target=target,

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from lsprotocol import types
 
-from lsp_server.documents import Document, PositionError
-from lsp_server.engine import _document_line_ends, opens_block
+from lsp_server.completion_item import completion_item
+from lsp_server.documents import Document, PositionEncoding, PositionError, position_encoding
+from lsp_server.lines import document_line_ends, opens_block
+from lsp_server.request import Request
 from lsp_server.settings import Settings
 from quotient_parser.quotient import Quotient
 
@@ -33,9 +36,16 @@ def test_lines_end_only_at_protocol_line_ends() -> None:
         ("utf-16", 99, 5),  # past the end of the line: the end of the line
     ],
 )
-def test_columns_in_code_units(encoding: str, column: int, expected: int) -> None:
+def test_columns_in_code_units(encoding: PositionEncoding, column: int, expected: int) -> None:
     doc = Document("u", "xé🐍yz\nnext")
     assert doc.offset_at(0, column, encoding) == expected
+
+
+def test_negotiated_encoding_names() -> None:
+    assert [position_encoding(n) for n in ("utf-8", "utf-32", "utf-16")] == [
+        "utf-8", "utf-32", "utf-16"
+    ]  # fmt: skip
+    assert position_encoding(None) == position_encoding("latin-1") == "utf-16"
 
 
 def test_position_round_trip() -> None:
@@ -100,7 +110,7 @@ def test_model_spec_from_repo_and_file() -> None:
     ],
 )
 def test_opens_block(left: str, right: str, expected: bool) -> None:
-    assert opens_block(Quotient(left, right), left, right) is expected
+    assert opens_block(Quotient(left, right)) is expected
 
 
 @pytest.mark.parametrize(
@@ -116,4 +126,32 @@ def test_middles_take_the_document_line_ends(
 ) -> None:
     quotient = Quotient(left, right)
     assert quotient.initial.feed(middle).complete
-    assert _document_line_ends(middle, quotient, left + right) == expected
+    assert document_line_ends(middle, quotient, left + right) == expected
+
+
+# ----------------------------------------------------------------------------- completion items
+
+
+@pytest.mark.parametrize(
+    ("middle", "label", "detail"),
+    [
+        ("(values)\n", "sum(values)", "fimlsp: 2 lines, 3 tokens"),
+        ("values)", "sumvalues)", "fimlsp: 1 line, 3 tokens"),
+        ("\r\n    x = 1\r\n", "sumx = 1", "fimlsp: 3 lines, 3 tokens"),
+        ("a\rb", "suma", "fimlsp: 2 lines, 3 tokens"),  # a lone \r ends a line too
+        ("y" * 80, "sum" + "y" * 57 + "...", "fimlsp: 1 line, 3 tokens"),
+    ],
+)
+def test_completion_item_replaces_the_word_before_the_cursor(
+    middle: str, label: str, detail: str
+) -> None:
+    text = "total = sum\nprint(total)\n"
+    offset = text.index("sum") + 3
+    request = Request("file:///x.py", text, offset, Settings())
+    item = completion_item(request, middle, 3, "utf-16")
+    assert (item.label, item.detail) == (label, detail)
+    assert isinstance(item.text_edit, types.TextEdit)
+    assert item.text_edit.new_text == "sum" + middle
+    edit_range = item.text_edit.range
+    assert (edit_range.start.line, edit_range.start.character) == (0, 8)
+    assert (edit_range.end.line, edit_range.end.character) == (0, 11)

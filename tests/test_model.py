@@ -28,7 +28,7 @@ from model_fixtures import (  # noqa: F401  (fixtures are used by name)
 
 from lsp_server.model import FimModel, Interrupted, ModelError, open_model, resolve_model
 from lsp_server.model import download as dl
-from lsp_server.model.llm import INTERRUPTIBLE_CHUNK
+from lsp_server.model.context import INTERRUPTIBLE_CHUNK
 from lsp_server.model.tiny import (
     BUNDLED_VOCABS,
     VOCAB_DIR,
@@ -73,23 +73,23 @@ def test_tiny_model_metadata(tiny_model_path: Path) -> None:
 
 def test_tiny_model_loads(tiny_model_path: Path) -> None:
     with FimModel(tiny_model_path, n_ctx=512) as model:
-        assert model.n_vocab == 49152
+        assert model.vocab.n_vocab == 49152
         assert model.n_ctx >= 512
-        assert model.n_threads == 1
+        assert model.cache.n_threads == 1
 
 
 def test_greedy_decoding_is_deterministic(tiny_model: FimModel, tiny_model_path: Path) -> None:
     def greedy(model: FimModel, n: int = 12) -> list[int]:
-        logits = model.evaluate(model.tokenize("def main():\n"))
+        logits = model.cache.evaluate(model.tokenize("def main():\n"))
         out: list[int] = []
         for _ in range(n):
             tok = int(np.argmax(logits))
             out.append(tok)
-            logits = model.append(tok)
+            logits = model.cache.append(tok)
         return out
 
     first = greedy(tiny_model)
-    tiny_model.reset()
+    tiny_model.cache.reset()
     assert greedy(tiny_model) == first
     with FimModel(tiny_model_path, n_ctx=256) as other:
         assert greedy(other) == first
@@ -107,7 +107,7 @@ def test_fim_tokens_starcoder(tiny_model: FimModel) -> None:
     assert tiny_model.layout.family == "starcoder"
     assert tiny_model.layout.order == "psm"
     assert not tiny_model.layout.add_bos
-    assert tiny_model.token_text(1) == "<fim_prefix>"
+    assert tiny_model.vocab.token_text(1) == "<fim_prefix>"
 
 
 @pytest.mark.parametrize(
@@ -124,27 +124,27 @@ def test_fim_tokens_starcoder(tiny_model: FimModel) -> None:
 )
 def test_token_bytes_round_trip(tiny_model: FimModel, text: str) -> None:
     tokens = tiny_model.tokenize(text)
-    assert b"".join(tiny_model.token_bytes(t) for t in tokens) == text.encode()
-    assert tiny_model.detokenize(tokens) == text.encode()
+    assert b"".join(tiny_model.vocab.token_bytes[t] for t in tokens) == text.encode()
+    assert tiny_model.vocab.detokenize(tokens) == text.encode()
 
 
 def test_long_tokens_are_rendered(tiny_model: FimModel) -> None:
     lengths = [len(b) for b in tiny_model.vocab_bytes]
-    assert len(lengths) == tiny_model.n_vocab
+    assert len(lengths) == tiny_model.vocab.n_vocab
     assert max(lengths) > 32
     longest = int(np.argmax(lengths))
-    assert tiny_model.token_bytes(longest).strip(b" -") == b""  # runs of spaces or dashes
+    assert tiny_model.vocab.token_bytes[longest].strip(b" -") == b""  # runs of spaces or dashes
     text = " " * 128 + "x = 1\n" + "#" + "-" * 128 + "\n"
     tokens = tiny_model.tokenize(text)
-    assert any(len(tiny_model.token_bytes(t)) > 32 for t in tokens)
-    assert tiny_model.detokenize(tokens) == text.encode()
+    assert any(len(tiny_model.vocab.token_bytes[t]) > 32 for t in tokens)
+    assert tiny_model.vocab.detokenize(tokens) == text.encode()
 
 
 def test_control_tokens_render_empty(tiny_model: FimModel) -> None:
     ft = tiny_model.fim_tokens
     for tok in (ft.pre, ft.suf, ft.mid, ft.eos):
         assert tok is not None
-        assert tiny_model.token_bytes(tok) == b""
+        assert tiny_model.vocab.token_bytes[tok] == b""
     assert tiny_model.tokenize("<fim_prefix>", parse_special=True) == [ft.pre]
     assert tiny_model.tokenize("<fim_prefix>") != [ft.pre]  # plain text by default
 
@@ -216,8 +216,8 @@ def test_prompt_layout_by_family(tiny_factory: TinyFactory, family: str) -> None
         ft = m.fim_tokens
         names = FAMILIES[family]
         assert m.layout.family == family
-        assert m.token_text(ft.pre or 0) == names["<fim_prefix>"]
-        assert m.token_text(ft.suf or 0) == names["<fim_suffix>"]
+        assert m.vocab.token_text(ft.pre or 0) == names["<fim_prefix>"]
+        assert m.vocab.token_text(ft.suf or 0) == names["<fim_suffix>"]
         p, s = m.tokenize("a = 1\n"), m.tokenize("b = 2\n")
         prompt = m.build_fim_prompt("a = 1\n", "b = 2\n")
         if family == "codestral":  # [SUFFIX] suffix [PREFIX] prefix, no middle token
@@ -226,10 +226,10 @@ def test_prompt_layout_by_family(tiny_factory: TinyFactory, family: str) -> None
             assert prompt == [ft.pre, *p, ft.suf, *s, ft.mid]
         if family == "codellama":
             (eot,) = m.tokenize("<EOT>", parse_special=True)
-            assert m.token_text(eot) == "<EOT>" and m.eog(eot)
+            assert m.vocab.token_text(eot) == "<EOT>" and m.eog(eot)
         if family == "qwen":
-            assert m.token_text(ft.rep or 0) == "<|repo_name|>"
-            assert m.token_text(ft.sep or 0) == "<|file_sep|>"
+            assert m.vocab.token_text(ft.rep or 0) == "<|repo_name|>"
+            assert m.vocab.token_text(ft.sep or 0) == "<|file_sep|>"
 
 
 def test_model_without_fim(tiny_factory: TinyFactory) -> None:
@@ -241,9 +241,9 @@ def test_model_without_fim(tiny_factory: TinyFactory) -> None:
         prefix = "def f(x):\n    "
         assert m.build_fim_prompt(prefix, "\n    return y\n") == m.tokenize(prefix)
         long_prefix = "".join(f"value_{i} = {i}\n" for i in range(300))
-        kept, suffix = m.fit_context(long_prefix, "ignored\n", max_new_tokens=32)
+        kept, suffix = fit(m, long_prefix, "ignored\n", max_new_tokens=32)
         assert suffix == ""
-        budget = m.prompt_budget(32)
+        budget = m.prompts.window_budget(32)
         assert budget - 12 <= len(m.tokenize(kept)) <= budget  # the whole budget, to a line
 
 
@@ -259,8 +259,8 @@ def test_codellama_spm_vocab(tiny_factory: TinyFactory) -> None:
         prompt = m.build_fim_prompt("def f(x):\n    ", "\n    return y\n")
         assert prompt[:2] == [ft.bos, ft.pre] and prompt[-1] == ft.mid
         at = prompt.index(ft.suf or 0)
-        assert m.detokenize(prompt[2:at]) == b" def f(x):\n    "
-        assert m.detokenize(prompt[at + 1 : -1]) == b"\n    return y\n"
+        assert m.vocab.detokenize(prompt[2:at]) == b" def f(x):\n    "
+        assert m.vocab.detokenize(prompt[at + 1 : -1]) == b"\n    return y\n"
         assert ft.eot is not None and m.eog(ft.eot)
 
 
@@ -277,6 +277,12 @@ def test_deepseek_vocab(tiny_factory: TinyFactory) -> None:
 
 # ---------------------------------------------------------------- context fitting
 
+
+def fit(model: FimModel, prefix: str, suffix: str, max_new_tokens: int = 128) -> tuple[str, str]:
+    """The prefix and suffix the prompt keeps, cut to the context window."""
+    return model.prompts.fit(prefix, suffix, model.prompts.window_budget(max_new_tokens))
+
+
 LINES_BEFORE = "".join(f"before_{i} = compute({i}, 'é')\n" for i in range(400))
 LINES_AFTER = "".join(f"after_{i}(x, y)\n" for i in range(400))
 
@@ -290,8 +296,8 @@ def test_fit_context_keeps_nearest_lines(small_ctx_model: FimModel) -> None:
     m = small_ctx_model
     prefix = LINES_BEFORE + "result = "
     suffix = " + 1\n" + LINES_AFTER
-    p, s = m.fit_context(prefix, suffix, max_new_tokens=32)
-    budget = m.prompt_budget(32)
+    p, s = fit(m, prefix, suffix, max_new_tokens=32)
+    budget = m.prompts.window_budget(32)
     n_p, n_s = len(m.tokenize(p)), len(m.tokenize(s))
     assert n_p + n_s <= budget
     # nearest text kept, cut on line boundaries
@@ -303,28 +309,28 @@ def test_fit_context_keeps_nearest_lines(small_ctx_model: FimModel) -> None:
     assert budget // 4 - 10 <= n_s <= budget - budget * 3 // 4
     prompt = m.build_fim_prompt(prefix, suffix, max_new_tokens=32)
     assert len(prompt) <= m.n_ctx - 32
-    assert m.detokenize(prompt) == (p + s).encode()
+    assert m.vocab.detokenize(prompt) == (p + s).encode()
 
 
 def test_fit_context_gives_unused_budget_away(small_ctx_model: FimModel) -> None:
     m = small_ctx_model
-    budget = m.prompt_budget(32)
-    p, s = m.fit_context(LINES_BEFORE, "x\n", max_new_tokens=32)
+    budget = m.prompts.window_budget(32)
+    p, s = fit(m, LINES_BEFORE, "x\n", max_new_tokens=32)
     assert s == "x\n"
     assert budget - 2 - 16 <= len(m.tokenize(p)) <= budget - 2
-    p, s = m.fit_context("x = ", LINES_AFTER, max_new_tokens=32)
+    p, s = fit(m, "x = ", LINES_AFTER, max_new_tokens=32)
     assert p == "x = "
     assert budget - 2 - 10 <= len(m.tokenize(s)) <= budget - 2
-    assert m.fit_context("a\n", "b\n") == ("a\n", "b\n")
+    assert fit(m, "a\n", "b\n") == ("a\n", "b\n")
 
 
 def test_fit_context_cuts_inside_an_overlong_line(small_ctx_model: FimModel) -> None:
     m = small_ctx_model
     prefix = "total = " + " + ".join(f"v{i}" for i in range(1000))
     suffix = " * 2 " + " - ".join(f"w{i}" for i in range(1000)) + "\n"
-    p, s = m.fit_context(prefix, suffix, max_new_tokens=32)
+    p, s = fit(m, prefix, suffix, max_new_tokens=32)
     assert p and prefix.endswith(p) and s and suffix.startswith(s)
-    assert len(m.tokenize(p)) + len(m.tokenize(s)) <= m.prompt_budget(32)
+    assert len(m.tokenize(p)) + len(m.tokenize(s)) <= m.prompts.window_budget(32)
 
 
 def test_fit_context_aligned_cut_is_stable(tiny_model_path: Path) -> None:
@@ -334,11 +340,11 @@ def test_fit_context_aligned_cut_is_stable(tiny_model_path: Path) -> None:
         prefix = LINES_BEFORE + "result = "
         cuts = set()
         for typed in ("", "c", "comp", "compute(", "compute(1"):
-            p, s = m.fit_context(prefix + typed, LINES_AFTER, max_new_tokens=32)
+            p, s = fit(m, prefix + typed, LINES_AFTER, max_new_tokens=32)
             cut = len(prefix) + len(typed) - len(p)
             assert prefix[:cut].count("\n") % 8 == 0
             cuts.add(cut)
-            budget = m.prompt_budget(32)
+            budget = m.prompts.window_budget(32)
             assert len(m.tokenize(p)) + len(m.tokenize(s)) <= budget
             assert abs(len(m.tokenize(s)) - budget // 2) <= 10
         assert len(cuts) == 1
@@ -346,7 +352,9 @@ def test_fit_context_aligned_cut_is_stable(tiny_model_path: Path) -> None:
 
 def test_fit_context_rejects_a_tiny_window(small_ctx_model: FimModel) -> None:
     with pytest.raises(ModelError, match="no room"):
-        small_ctx_model.fit_context("a", "b", max_new_tokens=small_ctx_model.n_ctx)
+        fit(small_ctx_model, "a", "b", max_new_tokens=small_ctx_model.n_ctx)
+    with pytest.raises(ModelError, match="no room"):
+        small_ctx_model.build_fim_prompt("a", "b", max_new_tokens=small_ctx_model.n_ctx)
 
 
 # ---------------------------------------------------------------- evaluation
@@ -355,27 +363,27 @@ def test_fit_context_rejects_a_tiny_window(small_ctx_model: FimModel) -> None:
 def test_evaluate_reuses_the_common_prefix(tiny_model: FimModel, tiny_model_path: Path) -> None:
     m = tiny_model
     first = m.tokenize(CODE)
-    m.evaluate(first)
-    assert m.cached_tokens == tuple(first)
+    m.cache.evaluate(first)
+    assert m.cache.cached_tokens == tuple(first)
     keep = len(first) - 10
     second = first[:keep] + m.tokenize("    def norm(self) -> float:\n")
-    before = m.n_decoded
-    logits = m.evaluate(second)
-    assert m.n_decoded - before == len(second) - keep  # only the new tokens
-    assert m.cached_tokens == tuple(second)
+    before = m.cache.n_decoded
+    logits = m.cache.evaluate(second)
+    assert m.cache.n_decoded - before == len(second) - keep  # only the new tokens
+    assert m.cache.cached_tokens == tuple(second)
     with FimModel(tiny_model_path, n_ctx=1024) as fresh:
-        expected = fresh.evaluate(second)
-        assert fresh.n_decoded == len(second)
-    assert logits.dtype == np.float32 and logits.shape == (m.n_vocab,)
+        expected = fresh.cache.evaluate(second)
+        assert fresh.cache.n_decoded == len(second)
+    assert logits.dtype == np.float32 and logits.shape == (m.vocab.n_vocab,)
     np.testing.assert_allclose(logits, expected, atol=1e-4, rtol=0)
 
-    before = m.n_decoded
-    np.testing.assert_array_equal(m.evaluate(second), logits)  # same prompt: no decode
-    assert m.n_decoded == before
-    shorter = m.evaluate(second[:-3])  # a prefix of the cache: one token re-decoded
-    assert m.n_decoded == before + 1
+    before = m.cache.n_decoded
+    np.testing.assert_array_equal(m.cache.evaluate(second), logits)  # same prompt: no decode
+    assert m.cache.n_decoded == before
+    shorter = m.cache.evaluate(second[:-3])  # a prefix of the cache: one token re-decoded
+    assert m.cache.n_decoded == before + 1
     with FimModel(tiny_model_path, n_ctx=1024) as fresh:
-        np.testing.assert_allclose(shorter, fresh.evaluate(second[:-3]), atol=1e-4, rtol=0)
+        np.testing.assert_allclose(shorter, fresh.cache.evaluate(second[:-3]), atol=1e-4, rtol=0)
 
 
 def test_interrupted_prompt_keeps_its_decoded_chunks(
@@ -388,52 +396,48 @@ def test_interrupted_prompt_keeps_its_decoded_chunks(
     polls: list[int] = []
 
     def second_poll() -> bool:
-        polls.append(len(m.cached_tokens))
+        polls.append(len(m.cache.cached_tokens))
         return len(polls) >= 2
 
     with pytest.raises(Interrupted):
-        m.evaluate(tokens, interrupt=second_poll)
+        m.cache.evaluate(tokens, interrupt=second_poll)
     assert polls == [0, INTERRUPTIBLE_CHUNK]  # polled before each chunk
-    assert m.cached_tokens == tuple(tokens[:INTERRUPTIBLE_CHUNK])
-    before = m.n_decoded
-    logits = m.evaluate(tokens, interrupt=lambda: False)
-    assert m.n_decoded - before == len(tokens) - INTERRUPTIBLE_CHUNK
+    assert m.cache.cached_tokens == tuple(tokens[:INTERRUPTIBLE_CHUNK])
+    before = m.cache.n_decoded
+    logits = m.cache.evaluate(tokens, interrupt=lambda: False)
+    assert m.cache.n_decoded - before == len(tokens) - INTERRUPTIBLE_CHUNK
     with FimModel(tiny_model_path, n_ctx=1024) as fresh:
-        np.testing.assert_allclose(logits, fresh.evaluate(tokens), atol=1e-4, rtol=0)
+        np.testing.assert_allclose(logits, fresh.cache.evaluate(tokens), atol=1e-4, rtol=0)
 
 
 def test_append_matches_evaluate(tiny_model: FimModel, tiny_model_path: Path) -> None:
     prompt = tiny_model.build_fim_prompt("def add(a, b):\n    ", "\n")
-    logits = tiny_model.evaluate(prompt)
+    logits = tiny_model.cache.evaluate(prompt)
     tok = int(np.argmax(logits))
-    stepped = tiny_model.append(tok)
-    assert tiny_model.cached_tokens == (*prompt, tok)
+    stepped = tiny_model.cache.append(tok)
+    assert tiny_model.cache.cached_tokens == (*prompt, tok)
     with FimModel(tiny_model_path, n_ctx=1024) as fresh:
-        np.testing.assert_allclose(stepped, fresh.evaluate([*prompt, tok]), atol=1e-4, rtol=0)
+        np.testing.assert_allclose(stepped, fresh.cache.evaluate([*prompt, tok]), atol=1e-4, rtol=0)
     stepped[:] = 0  # the caller owns the array
-    assert np.any(tiny_model.evaluate([*prompt, tok]))
+    assert np.any(tiny_model.cache.evaluate([*prompt, tok]))
 
 
 def test_evaluate_in_batches(tiny_model_path: Path, tiny_model: FimModel) -> None:
     tokens = tiny_model.tokenize(CODE * 2)
-    expected = tiny_model.evaluate(tokens)
+    expected = tiny_model.cache.evaluate(tokens)
     with FimModel(tiny_model_path, n_ctx=1024, n_batch=16) as small:
-        logits = small.evaluate(tokens)
-        assert small.n_decode_calls == -(-len(tokens) // 16)
+        logits = small.cache.evaluate(tokens)
+        assert small.cache.n_decode_calls == -(-len(tokens) // 16)
     np.testing.assert_allclose(logits, expected, atol=1e-4, rtol=0)
 
 
-def test_truncate_and_limits(tiny_model: FimModel) -> None:
-    tokens = tiny_model.tokenize(CODE)
-    tiny_model.evaluate(tokens)
-    tiny_model.truncate(5)
-    assert tiny_model.cached_tokens == tuple(tokens[:5])
+def test_evaluation_limits(tiny_model: FimModel) -> None:
     with pytest.raises(ValueError):
-        tiny_model.evaluate([])
+        tiny_model.cache.evaluate([])
     with pytest.raises(ModelError, match="exceed"):
-        tiny_model.evaluate([17] * (tiny_model.n_ctx + 1))
+        tiny_model.cache.evaluate([17] * (tiny_model.n_ctx + 1))
     with pytest.raises(ModelError, match="out of range"):
-        tiny_model.evaluate([tiny_model.n_vocab])
+        tiny_model.cache.evaluate([tiny_model.vocab.n_vocab])
 
 
 def test_closed_model_raises(tiny_model_path: Path) -> None:
@@ -441,7 +445,11 @@ def test_closed_model_raises(tiny_model_path: Path) -> None:
     model.close()
     model.close()  # idempotent
     with pytest.raises(ModelError, match="closed"):
-        model.evaluate([1])
+        model.prefill([1])
+    with pytest.raises(ModelError, match="closed"):
+        model.start([1])
+    with pytest.raises(ModelError, match="closed"):
+        model.tokenize("x")
 
 
 # ---------------------------------------------------------------- load errors
@@ -596,5 +604,5 @@ def test_embedded_default_model(model_cache: Path) -> None:
         assert model.layout.add_bos
         prompt = model.build_fim_prompt("def fib(n):\n    ", "\n")
         assert prompt[0] == model.fim_tokens.bos
-        logits = model.evaluate(prompt)
-        assert logits.shape == (model.n_vocab,) and np.isfinite(logits).all()
+        logits = model.cache.evaluate(prompt)
+        assert logits.shape == (model.vocab.n_vocab,) and np.isfinite(logits).all()

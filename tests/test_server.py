@@ -138,6 +138,10 @@ async def test_completion_fits_between_left_and_right(client: LanguageClient) ->
     assert status["complete"] is True
     for key in ("timeToFirstTokenMs", "tokensPerSecond", "parserUsPerToken", "stopReason"):
         assert key in status
+    # The figures come from one timeline: the phases add up, the first token comes within.
+    phases = [status[k] for k in ("queueMs", "quotientMs", "promptMs", "generateMs")]
+    assert abs(sum(phases) - status["elapsedMs"]) <= 0.05, status
+    assert status["timeToFirstTokenMs"] <= status["elapsedMs"], status
 
 
 async def test_typing_along_reuses_the_shown_completion(client: LanguageClient) -> None:

@@ -88,8 +88,8 @@ def greedy_in_process(
     model: FimModel, prompt: Sequence[int], n: int, bias: Mapping[int, float] | None = None
 ) -> list[tuple[int, np.ndarray]]:
     """``n`` greedy tokens after ``prompt``, each with the raw logits it was chosen from."""
-    model.reset()
-    logits = model.evaluate(prompt)
+    model.cache.reset()
+    logits = model.cache.evaluate(prompt)
     out: list[tuple[int, np.ndarray]] = []
     for _ in range(n):
         biased = logits.copy()
@@ -97,7 +97,7 @@ def greedy_in_process(
             biased[token] += value
         token = int(np.argmax(biased))
         out.append((token, logits))
-        logits = model.append(token)
+        logits = model.cache.append(token)
     return out
 
 
@@ -115,7 +115,7 @@ def assert_matches_in_process(
             [logprobs[t] for t in ranking], abs=2e-3
         )
         assert step.logprob == pytest.approx(logprobs[token], abs=2e-3)
-        assert step.piece == model.token_bytes(token) or model.token_bytes(token) == b""
+        assert step.piece == model.vocab.token_bytes[token] or model.vocab.token_bytes[token] == b""
 
 
 # ---------------------------------------------------------------- discovery and vocabulary
@@ -129,7 +129,7 @@ def test_detects_llama_server_and_reads_its_model(
     props = client.props()
     assert props["model_path"] == str(tiny_model_path) and props["total_slots"] == 4
     assert client.n_ctx() == 1024
-    assert client.models()[0]["meta"]["n_vocab"] == tiny_model.n_vocab
+    assert client.models()[0]["meta"]["n_vocab"] == tiny_model.vocab.n_vocab
     with ServerClient(client.url, server_api="openai") as openai:
         assert openai.detect() == OPENAI  # llama-server serves both; the setting decides
 
@@ -144,7 +144,9 @@ def test_tokenize_round_trip_with_fim_tokens(client: ServerClient, tiny_model: F
     assert client.detokenize(ids) == text
     pieces = client.token_pieces(ids)
     for token, piece in zip(ids, pieces):
-        assert piece == (tiny_model.token_bytes(token) or tiny_model.token_text(token).encode())
+        assert piece == (
+            tiny_model.vocab.token_bytes[token] or tiny_model.vocab.token_text(token).encode()
+        )
 
 
 def _family_model(tiny_factory: TinyFactory, family: str) -> Path:
@@ -187,12 +189,12 @@ def test_vocabulary_from_the_server_is_the_in_process_one(
             assert found.fim == model.fim_tokens
             assert found.eog == frozenset(model.eog_ids)
             assert found.add_bos == model.layout.add_bos
-            assert found.space_prefix == (model.detokenize(model.tokenize("a")) == b" a")
-            assert found.n_vocab == model.n_vocab
+            assert found.space_prefix == (model.vocab.detokenize(model.tokenize("a")) == b" a")
+            assert found.n_vocab == model.vocab.n_vocab
         assert vocab.pieces == local.pieces
-        for token in range(model.n_vocab):
-            if model.token_bytes(token):
-                assert vocab.token_bytes(token) == model.token_bytes(token)
+        for token in range(model.vocab.n_vocab):
+            if model.vocab.token_bytes[token]:
+                assert vocab.token_bytes(token) == model.vocab.token_bytes[token]
 
 
 # ---------------------------------------------------------------- completions
@@ -286,12 +288,12 @@ def _split_character_bias(model: FimModel, prompt: list[int]) -> tuple[int, int,
     table = model.vocab_bytes
     leads = [
         t
-        for t in range(model.n_vocab)
+        for t in range(model.vocab.n_vocab)
         if len(table[t]) == 2 and _incomplete_utf8_tail(table[t]) and table[t][0] >= 0xE0
     ]
-    by_bytes = {table[t]: t for t in range(model.n_vocab)}
-    model.reset()
-    logits = model.evaluate(prompt)
+    by_bytes = {table[t]: t for t in range(model.vocab.n_vocab)}
+    model.cache.reset()
+    logits = model.cache.evaluate(prompt)
     for a in leads:
         b = next(
             (
@@ -303,8 +305,7 @@ def _split_character_bias(model: FimModel, prompt: list[int]) -> tuple[int, int,
         )
         if b is None:
             continue
-        after_a = model.append(a)
-        model.truncate(len(prompt))
+        after_a = model.cache.evaluate([*prompt, a])  # the prompt stays cached for the next
         first, second = logits[a] - logits[b], after_a[a] - after_a[b]
         if first > second + 2:  # room for a bias between them
             return a, b, {a: 100.0, b: 100.0 + float(first + second) / 2}
@@ -392,6 +393,8 @@ def test_server_vocab_resolves_openai_token_texts(
     token = tiny_model.tokenize(" return")[0]
     assert vocab.resolve(" return") == token
     partial = next(
-        t for t in range(tiny_model.n_vocab) if _incomplete_utf8_tail(tiny_model.token_bytes(t))
+        t
+        for t in range(tiny_model.vocab.n_vocab)
+        if _incomplete_utf8_tail(tiny_model.vocab.token_bytes[t])
     )
-    assert vocab.resolve(tiny_model.token_bytes(partial).decode("utf-8", "replace")) is None
+    assert vocab.resolve(tiny_model.vocab.token_bytes[partial].decode("utf-8", "replace")) is None

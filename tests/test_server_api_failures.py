@@ -380,7 +380,7 @@ def test_a_deadline_ends_a_request_queued_behind_a_busy_slot(
 def test_http_errors_carry_the_servers_message(server: LlamaServer, tiny_model: FimModel) -> None:
     with ServerClient(server.url) as client:
         with pytest.raises(ServerHTTPError) as caught:
-            client.complete([tiny_model.n_vocab + 5], n_predict=2)
+            client.complete([tiny_model.vocab.n_vocab + 5], n_predict=2)
         assert caught.value.status == 400 and not caught.value.transient
         assert caught.value.detail and caught.value.detail in str(caught.value)
         with pytest.raises(ServerHTTPError, match="context") as caught:

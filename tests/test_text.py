@@ -14,7 +14,7 @@ from lexer.text import (
     split_lines,
 )
 from lexer.version import NEWEST, OLDEST, SUPPORTED, TargetVersion
-from lsp_server.engine import opens_block
+from lsp_server.lines import opens_block
 from quotient_parser.quotient import Quotient
 
 
@@ -45,9 +45,9 @@ def test_indentation_is_what_the_tokenizer_counts() -> None:
 def test_opens_block_with_every_line_end(newline: str) -> None:
     left = f"def f():{newline}    if x:"
     right = f"{newline}    return 1{newline}"
-    assert opens_block(Quotient(left, right), left, right)
+    assert opens_block(Quotient(left, right))
     left = f"def f():{newline}    x = 1"
-    assert not opens_block(Quotient(left, right), left, right)
+    assert not opens_block(Quotient(left, right))
 
 
 def test_target_version_spellings() -> None:

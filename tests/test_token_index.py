@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from model_fixtures import model_cache  # noqa: F401
 
 from bench.token_index import main as bench_main
-from lsp_server.completion import _Utf8Buffer
+from lsp_server.decoding.text import split_utf8
 from lsp_server.model.token_index import TokenIndex
 
 Get = Callable[[str], FamilyModel]
@@ -59,7 +59,7 @@ def brute_continuing(
     """The decoder's own test: the bytes still split into text and an unfinished tail
     (``among``: the tokens to try, all by default)."""
     ids = range(len(vocab)) if among is None else among
-    return [i for i in ids if vocab[i] and _Utf8Buffer.split(held + vocab[i]) is not None]
+    return [i for i in ids if vocab[i] and split_utf8(held + vocab[i]) is not None]
 
 
 def unfinished_characters(third: Sequence[int] = range(0x80, 0xC0)) -> list[bytes]:

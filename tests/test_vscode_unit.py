@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from lsp_server.modes import LINE_MODES, MODES
 from lsp_server.settings import Settings
 
 EXTENSION = Path(__file__).resolve().parent.parent / "editors" / "vscode"
@@ -82,8 +83,8 @@ def test_contributed_settings_are_accepted_by_the_server() -> None:
 def test_enum_settings_cover_what_the_server_accepts() -> None:
     properties = _properties()
     for name, values in {
-        "mode": ("constrained", "unconstrained", "checked"),
-        "lineMode": ("auto", "single", "multi"),
+        "mode": MODES,
+        "lineMode": LINE_MODES,
         "pythonVersion": ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15"),
     }.items():
         assert tuple(properties[f"fimlsp.{name}"]["enum"]) == values

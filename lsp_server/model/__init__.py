@@ -1,34 +1,45 @@
-"""The model layer: find or fetch a GGUF model and drive it through llama.cpp for FIM.
+"""The model layer: find or fetch a GGUF model and offer it to the decoder as a backend.
 
-``resolve_model`` turns the user's setting into a local file, ``FimModel`` loads it and
-exposes what the constrained decoder needs (token bytes, FIM prompts, incremental logits),
-and ``tiny`` builds random-weight models with real tokenizers for tests.
+``resolve_model`` turns the user's setting into a local file (:mod:`.download`);
+``FimModel`` (:mod:`.llm`) loads it with llama.cpp and implements the
+:class:`~.backend.Backend` interface the decoding loop talks to.  The pieces, one job
+each: :mod:`.native` (the shared library and its log), :mod:`.vocabulary` (token bytes,
+tokenization), :mod:`.families` (FIM tokens and layouts), :mod:`.prompt` (prompts cut to
+a token budget), :mod:`.context` (evaluation over a reused KV cache).  ``tiny`` builds
+random-weight models with real tokenizers for tests.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from .download import DEFAULT_MODEL_SPEC, ProgressHook, resolve_model
+from .backend import Backend, Generation, LogitsRanking, TokenRanking
+from .download import DEFAULT_MODEL_SPEC, ModelSpec, ProgressHook, describe_spec, resolve_model
 from .errors import Interrupted, ModelError
-from .llm import FimLayout, FimModel, FimTokens
+from .families import FimLayout, FimTokens
+from .llm import FimModel
 
 __all__ = [
     "DEFAULT_MODEL_SPEC",
+    "Backend",
     "FimLayout",
     "FimModel",
     "FimTokens",
+    "Generation",
     "Interrupted",
+    "LogitsRanking",
     "ModelError",
+    "ModelSpec",
     "ProgressHook",
+    "TokenRanking",
+    "describe_spec",
     "open_model",
     "resolve_model",
 ]
 
 
 def open_model(
-    spec: str | os.PathLike[str] | tuple[str, str] | None = None,
+    spec: ModelSpec = None,
     *,
     progress: ProgressHook | None = None,
     **kwargs: Any,

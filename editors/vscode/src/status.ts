@@ -7,6 +7,31 @@ export const STATUS_NOTIFICATION = 'fimlsp/status';
 /** The request that returns what the server holds (`state` among it). */
 export const SERVER_STATUS_REQUEST = 'fimlsp/serverStatus';
 
+/** The server's model states: `lsp_server.status.EngineState`, in the same order. */
+export const ENGINE_STATES = ['idle', 'loading', 'ready', 'error', 'disabled'] as const;
+export type EngineState = (typeof ENGINE_STATES)[number];
+
+/** States of the extension's own: the process starting, not running, or turned off. */
+export const CLIENT_STATES = ['starting', 'stopped', 'off'] as const;
+export type ClientState = (typeof CLIENT_STATES)[number];
+
+/** Why a completion request ended: `lsp_server.status.StopReason`, in the same order. */
+export const STOP_REASONS = [
+  'eos',
+  'connected',
+  'max_tokens',
+  'no_viable_token',
+  'deadline',
+  'cancelled',
+  'checked_prefix',
+  'reused',
+  'no_middle_fits',
+  'too_large',
+  'no_model',
+  'disabled',
+] as const;
+export type StopReason = (typeof STOP_REASONS)[number];
+
 /** Parameters of `fimlsp/status`; every field may be missing. */
 export interface StatusParams {
   uri?: string;
@@ -23,9 +48,9 @@ export interface StatusParams {
 }
 
 /**
- * What the status bar shows. `state` is the server's ("loading", "ready", "error",
- * "disabled", "idle") or the client's own: "starting" while the process starts,
- * "stopped" when it is not running, "off" when `fimlsp.enable` is false.
+ * What the status bar shows. `state` is the server's (`ENGINE_STATES`) or the client's
+ * own (`CLIENT_STATES`): "starting" while the process starts, "stopped" when it is not
+ * running, "off" when `fimlsp.enable` is false.
  */
 export interface StatusView {
   state: string;
@@ -125,7 +150,7 @@ export function formatFigures(status: StatusParams): string {
   return parts.join(' · ');
 }
 
-const ICONS: Record<string, string> = {
+const ICONS: Record<EngineState | ClientState, string> = {
   starting: '$(loading~spin)',
   loading: '$(loading~spin)',
   ready: '$(sparkle)',
@@ -137,20 +162,27 @@ const ICONS: Record<string, string> = {
 };
 
 /** Stop reasons that say why nothing was offered; shown instead of figures. */
-const QUIET_REASONS: Record<string, string> = {
+const QUIET_REASONS: Partial<Record<StopReason, string>> = {
   no_middle_fits: 'nothing fits',
   too_large: 'file too large',
   no_model: 'no model',
   disabled: 'off',
 };
 
+/** `table[key]` for a key that came over the wire (any string; nothing inherited). */
+function lookup<T>(table: Partial<Record<string, T>>, key: string): T | undefined {
+  return Object.prototype.hasOwnProperty.call(table, key) ? table[key] : undefined;
+}
+
 /** The status bar text: an icon, "fimlsp" and what matters most now. */
 export function statusText(view: StatusView): string {
-  const icon = ICONS[view.state] ?? '$(question)';
+  const icon = lookup(ICONS, view.state) ?? '$(question)';
   if (view.state === 'ready' || view.state === 'idle') {
     const last = view.last;
-    if (last?.stopReason !== undefined && last.stopReason in QUIET_REASONS) {
-      return `${icon} fimlsp: ${QUIET_REASONS[last.stopReason]}`;
+    const reason = last?.stopReason;
+    const quiet = reason === undefined ? undefined : lookup(QUIET_REASONS, reason);
+    if (quiet !== undefined) {
+      return `${icon} fimlsp: ${quiet}`;
     }
     const figures = last === undefined ? '' : formatFigures(last);
     if (figures && last?.complete === false) {

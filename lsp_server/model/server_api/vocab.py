@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ModelError
-from ..llm import FimTokens, _lib
+from ..families import FimTokens
+from ..native import library
 
 __all__ = ["SPECIAL_TEXTS", "ServerVocab", "load_local_vocab"]
 
@@ -161,7 +162,7 @@ def vocab_from_server_answers(
 def load_local_vocab(path: str | os.PathLike[str]) -> ServerVocab:
     """The vocabulary of a local GGUF (a vocabulary-only file or a whole model), loaded
     through llama.cpp without weights: the ``modelVocab`` setting."""
-    lib = _lib()
+    lib = library()
     params = lib.llama_model_default_params()
     params.vocab_only = True
     model = lib.llama_model_load_from_file(os.fsencode(path), params)

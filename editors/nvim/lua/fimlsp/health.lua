@@ -95,6 +95,7 @@ local function check_server(opts)
   end
 
   local util = require("fimlsp.util")
+  local status = require("fimlsp.status")
   local clients = util.clients()
   if #clients == 0 then
     health.info("no server is running now; it starts with the first Python buffer")
@@ -106,7 +107,7 @@ local function check_server(opts)
     vim.tbl_count(client.attached_buffers or {}),
     tostring(client.offset_encoding)
   ))
-  local response = util.request_sync(client, "fimlsp/serverStatus", {}, 3000)
+  local response = util.request_sync(client, status.SERVER_STATUS, {}, 3000)
   local s = response and response.result
   if not s then
     health.warn("the server did not answer fimlsp/serverStatus in time")

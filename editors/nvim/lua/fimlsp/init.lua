@@ -114,7 +114,7 @@ local function client_config(bufnr)
     capabilities = capabilities,
     init_options = settings,
     settings = { fimlsp = settings },
-    handlers = { ["fimlsp/status"] = status.handler },
+    handlers = { [status.NOTIFICATION] = status.handler },
     on_attach = function(client, b)
       M._attach(client, b)
     end,
@@ -298,7 +298,7 @@ function M.server_status(bufnr)
   if bufnr then
     params.uri = vim.uri_from_bufnr(bufnr)
   end
-  local response = util.request_sync(client, "fimlsp/serverStatus", params, 2000)
+  local response = util.request_sync(client, status.SERVER_STATUS, params, 2000)
   return response and response.result or nil
 end
 

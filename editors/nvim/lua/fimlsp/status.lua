@@ -8,7 +8,38 @@
 --- figures of the last completion.
 local M = {}
 
---- Server state: "loading" | "ready" | "error" | "disabled" (nil before the first word).
+--- The notification the server sends after each completion and state change.
+M.NOTIFICATION = "fimlsp/status"
+--- The request that returns what the server holds (counters, memory, a document's hash).
+M.SERVER_STATUS = "fimlsp/serverStatus"
+
+--- The server's model states (`lsp_server.status.EngineState`, in the same order).
+M.ENGINE_STATES = { "idle", "loading", "ready", "error", "disabled" }
+
+--- Why a completion request ended (`lsp_server.status.StopReason`, in the same order).
+M.STOP_REASONS = {
+  "eos",
+  "connected",
+  "max_tokens",
+  "no_viable_token",
+  "deadline",
+  "cancelled",
+  "checked_prefix",
+  "reused",
+  "no_middle_fits",
+  "too_large",
+  "no_model",
+  "disabled",
+}
+
+--- What the statusline says instead of figures after these stop reasons.
+local REASON_LINES = {
+  no_middle_fits = "fimlsp: no fit",
+  cancelled = "fimlsp: ready",
+  reused = "fimlsp: reused",
+}
+
+--- Server state: one of `M.ENGINE_STATES` (nil before the first word).
 ---@type {state: string?, message: string?}
 M.server = {}
 
@@ -77,13 +108,9 @@ function M.line(enabled)
   if not last then
     return "fimlsp: ready"
   end
-  local reason = last.stopReason
-  if reason == "no_middle_fits" then
-    return "fimlsp: no fit"
-  elseif reason == "cancelled" then
-    return "fimlsp: ready"
-  elseif reason == "reused" then
-    return "fimlsp: reused"
+  local quiet = REASON_LINES[last.stopReason]
+  if quiet then
+    return quiet
   end
   return ("fimlsp: %d tok %dms"):format(round(last.tokens), round(last.elapsedMs))
 end

@@ -5,6 +5,8 @@ import { describe, test } from 'node:test';
 
 import {
   applyStatus,
+  CLIENT_STATES,
+  ENGINE_STATES,
   formatFigures,
   INITIAL_VIEW,
   isError,
@@ -12,6 +14,7 @@ import {
   type StatusView,
   statusText,
   statusTooltip,
+  STOP_REASONS,
   withClientState,
 } from '../../src/status';
 
@@ -19,7 +22,7 @@ import {
 const COMPLETION = {
   uri: 'file:///demo.py',
   state: 'ready',
-  stopReason: 'closed',
+  stopReason: 'connected',
   complete: true,
   lineMode: 'single',
   tokens: 12,
@@ -40,7 +43,7 @@ describe('parseStatus', () => {
     assert.deepEqual(parseStatus(COMPLETION), {
       uri: 'file:///demo.py',
       state: 'ready',
-      stopReason: 'closed',
+      stopReason: 'connected',
       complete: true,
       lineMode: 'single',
       tokens: 12,
@@ -160,6 +163,18 @@ describe('applyStatus', () => {
     assert.equal(withClientState(stopped, 'starting').message, 'the server is not running');
     assert.equal(statusText({ state: 'something new' }), '$(question) fimlsp: something new');
   });
+
+  test('every state has an icon; names from the wire are only looked up', () => {
+    for (const state of [...ENGINE_STATES, ...CLIENT_STATES]) {
+      assert.ok(!statusText({ state }).includes('$(question)'), state);
+    }
+    assert.equal(statusText({ state: 'toString' }), '$(question) fimlsp: toString');
+    for (const stopReason of [...STOP_REASONS, 'constructor']) {
+      const view = applyStatus(ready(), { ...COMPLETION, stopReason });
+      assert.match(statusText(view), /^\$\(sparkle\) fimlsp[: ]/, stopReason);
+      assert.ok(!statusText(view).includes('undefined'), stopReason);
+    }
+  });
 });
 
 describe('formatFigures', () => {
@@ -182,7 +197,7 @@ describe('statusTooltip', () => {
         'tiny.gguf (FIM, 4096 context)',
         '',
         'Last completion:',
-        '  stop reason: closed',
+        '  stop reason: connected',
         '  tokens: 12',
         '  time to first token: 84.6 ms',
         '  tokens per second: 47.9',

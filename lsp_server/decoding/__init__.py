@@ -1,0 +1,47 @@
+"""Fill the middle with a language model, one syntax-checked token at a time.
+
+The loop follows section VII-B of the seed paper and PICARD's top-k checking:
+after each model step the candidates are ranked and tried in order against the
+FIM quotient until one keeps the middle *viable*; an end-of-generation token is
+accepted only where the middle is *complete* (``left + middle + right`` parses).
+When no candidate in the top k is viable generation stops; at the token or time
+limit the best complete stopping point seen is returned (length-normalised
+log-probability including the end-of-generation probability there).  Before it
+comes to that, once half the token budget is spent without the middle ever being
+complete, the loop *closes*: it looks among the model's best few viable
+candidates for one that completes the middle and stops there (only a decoder that
+knows the quotient can do this; it is what lets a model that never sees the right
+context meet it).
+
+Three modes share the loop so that they can be compared on equal terms:
+
+``constrained``   the above (the default);
+``unconstrained`` the model's own choice at every step, no syntax checks;
+``checked``       unconstrained, then the longest prefix of its output with
+                  which ``ast.parse`` accepts the file.
+
+The loop talks to the model only through the backend interface of
+:mod:`lsp_server.model.backend` (rankings in, chosen tokens out), so it runs the
+same against llama.cpp in process or a server.  The pieces:
+
+* :mod:`.options`: the request's settings (the modes are :mod:`lsp_server.modes`');
+* :mod:`.text`: token bytes to middle text (whole characters, token healing);
+* :mod:`.ranking`: the order candidates are tried in (greedy or sampled);
+* :mod:`.stopping`: when to stop and the best stopping point;
+* :mod:`.loop`: the loop itself, ``generate`` and ``build_prompt``;
+* :mod:`.checked`: checked mode's cut-back with ``ast.parse``;
+* :mod:`.result`: the ``Completion`` and its timings.
+"""
+
+from .loop import build_prompt, generate
+from .options import DecodeOptions
+from .result import Completion, DecodeTimes, Timings
+
+__all__ = [
+    "Completion",
+    "DecodeOptions",
+    "DecodeTimes",
+    "Timings",
+    "build_prompt",
+    "generate",
+]

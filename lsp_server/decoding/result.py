@@ -1,0 +1,115 @@
+"""What a generation produced, and when each of its steps happened."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from lsp_server.status import StopReason
+
+__all__ = ["Completion", "DecodeTimes", "Timings"]
+
+
+#: The order of ``Timings.as_dict`` (the JSON of ``fimlsp complete`` keeps its key order).
+_JSON_ORDER = (
+    "generate_ms",
+    "quotient_ms",
+    "prompt_tokens",
+    "prompt_ms",
+    "total_ms",
+    "tokens_per_s",
+    "parser_us_per_token_median",
+    "parser_us_per_token_p99",
+)
+
+
+@dataclass(frozen=True)
+class Timings:
+    """A generation's figures (milliseconds unless named otherwise); None where the
+    generation did not get that far or had no such step."""
+
+    prompt_tokens: int
+    prompt_ms: float
+    total_ms: float
+    generate_ms: float | None = None  # None: the prompt was interrupted
+    quotient_ms: float | None = None  # None: the quotient was passed in (or not needed)
+    tokens_per_s: float | None = None
+    parser_us_per_token_median: float | None = None
+    parser_us_per_token_p99: float | None = None
+
+    def as_dict(self) -> dict[str, float]:
+        """The figures that exist, as ``fimlsp complete --json`` prints them."""
+        values = {name: getattr(self, name) for name in _JSON_ORDER}
+        return {name: float(value) for name, value in values.items() if value is not None}
+
+
+@dataclass
+class DecodeTimes:
+    """Moments of one generation (``time.perf_counter()`` seconds)."""
+
+    started: float = field(default_factory=time.perf_counter)
+    quotient_built: float | None = None  # only when ``generate`` built the quotient itself
+    prompt_read: float | None = None  # None: the prompt was interrupted
+    first_token: float | None = None
+    stopped: float | None = None  # the token loop ended (or the prompt was interrupted)
+    finished: float | None = None  # the middle is final (fallback, checked mode done)
+
+    @property
+    def prompt_started(self) -> float:
+        return self.started if self.quotient_built is None else self.quotient_built
+
+    def timings(self, prompt_tokens: int, tokens: int, parser_us: list[float]) -> Timings:
+        """The generation's figures, from its moments."""
+        stopped = self.stopped if self.stopped is not None else time.perf_counter()
+        finished = self.finished if self.finished is not None else stopped
+        generate_ms = None if self.prompt_read is None else (stopped - self.prompt_read) * 1e3
+        tokens_per_s = None
+        if tokens and generate_ms is not None:
+            tokens_per_s = tokens / (generate_ms / 1e3) if generate_ms > 0 else 0.0
+        median = p99 = None
+        if parser_us:
+            ordered = sorted(parser_us)
+            median = ordered[len(ordered) // 2]
+            p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+        read = stopped if self.prompt_read is None else self.prompt_read
+        return Timings(
+            prompt_tokens=prompt_tokens,
+            prompt_ms=(read - self.prompt_started) * 1e3,
+            total_ms=(finished - self.started) * 1e3,
+            generate_ms=generate_ms,
+            quotient_ms=(
+                None if self.quotient_built is None else (self.quotient_built - self.started) * 1e3
+            ),
+            tokens_per_s=tokens_per_s,
+            parser_us_per_token_median=median,
+            parser_us_per_token_p99=p99,
+        )
+
+
+@dataclass
+class Completion:
+    """The middle and how it came to be.
+
+    ``complete`` is None for the unconstrained modes, which do not know; ``healed`` is
+    the text token healing took out of the prompt (the middle follows it);
+    ``parser_us`` holds the time spent in the quotient at each step.
+    """
+
+    middle: str
+    stop_reason: StopReason
+    complete: bool | None
+    tokens: int
+    times: DecodeTimes = field(default_factory=DecodeTimes)
+    timings: Timings = field(default_factory=lambda: Timings(0, 0.0, 0.0))
+    parser_us: list[float] = field(default_factory=list)
+    healed: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "middle": self.middle,
+            "stop_reason": self.stop_reason,
+            "complete": self.complete,
+            "tokens": self.tokens,
+            "timings": self.timings.as_dict(),
+            "healed": self.healed,
+        }

@@ -1,0 +1,169 @@
+"""The model backend interface: what the decoding loop asks of a language model.
+
+The constrained decoder never needs a whole probability distribution, only the
+candidates for the next token in the model's order, to try them against the quotient;
+and it chooses every token itself.  So a backend is asked three things:
+
+* **start** a generation from a prompt (reading the prompt may take seconds on a
+  CPU, so it is interruptible);
+* the **ranking** at the current position: token ids best first with their
+  log-probabilities, and the probability of ending here.  "As many as you have": a
+  backend that holds the logits ranks the whole vocabulary, a server that streams
+  tokens knows the top n it sent;
+* **advance** by the token the decoder chose.  A backend that decodes in process
+  decodes it; a backend that reads a stream of tokens keeps reading if the chosen
+  token is the one it streamed, and otherwise stops the stream and starts a new
+  request whose prompt carries the accepted tokens.
+
+Round trips, tokens decoded and the like are the backend's own business and are
+counted there.  :class:`LogitsRanking` is the ranking of any backend that has the
+full logits (llama.cpp in process: :class:`lsp_server.model.FimModel`).
+
+A backend also knows its vocabulary (the bytes of every token id, which ids end a
+generation) and how to lay out a FIM prompt for its model family.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from .context import FloatArray, Interrupt
+
+__all__ = ["Backend", "Generation", "IdArray", "LogitsRanking", "TokenRanking"]
+
+IdArray = npt.NDArray[np.intp]
+
+
+class TokenRanking(Protocol):
+    """What a backend knows about the next token at one position of a generation."""
+
+    def best(self, k: int) -> IdArray:
+        """The ``k`` most likely token ids, most likely first; fewer when the backend
+        knows fewer (a server sends its top n)."""
+        ...
+
+    def scores(self, tokens: IdArray) -> FloatArray:
+        """Unnormalised log-probabilities of ``tokens`` (log-probability plus one constant
+        for the whole position): what sampling divides by the temperature."""
+        ...
+
+    def logprob(self, token: int) -> float:
+        """The log-probability of ``token``; ``-inf`` where the backend does not know it."""
+        ...
+
+    def end_logprob(self) -> float:
+        """The log-probability that generation ends here (every end token together)."""
+        ...
+
+
+class Generation(Protocol):
+    """A generation in progress: a position in the model's output, moved by the decoder.
+
+    Close it (or use it as a context manager) when the decoder stops: a streaming
+    backend stops its stream there.
+    """
+
+    def ranking(self) -> TokenRanking:
+        """The ranking of the next token at the current position."""
+        ...
+
+    def advance(self, token: int) -> None:
+        """Move past ``token``, the decoder's choice; it need not be the backend's best.
+        May raise ``Interrupted`` when the generation's ``interrupt`` says so."""
+        ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Generation: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+class Backend(Protocol):
+    """A language model as the decoding loop sees it."""
+
+    @property
+    def vocab_bytes(self) -> Sequence[bytes]:
+        """The bytes of every token id (b"" for control tokens), indexed by id."""
+        ...
+
+    @property
+    def has_fim(self) -> bool:
+        """Whether prompts carry the text after the cursor (the model has FIM tokens)."""
+        ...
+
+    def eog(self, token: int) -> bool:
+        """Whether ``token`` ends a generation."""
+        ...
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of plain text (special-token texts stay text)."""
+        ...
+
+    def build_fim_prompt(self, prefix: str, suffix: str, max_new_tokens: int = 128) -> list[int]:
+        """The prompt for text around the cursor, cut to fit with room to generate."""
+        ...
+
+    def prefill(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> None:
+        """Read ``prompt`` ahead of a generation, so that starting from it is quick.
+        ``Interrupted`` as for :meth:`start`."""
+        ...
+
+    def start(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> Generation:
+        """A generation after ``prompt``, with the first position's ranking ready.
+
+        ``interrupt`` is polled while the prompt is read (and, by backends that wait on
+        others, while a token is awaited); when it returns true ``Interrupted`` is raised,
+        and what was read may be kept for the next request.
+        """
+        ...
+
+    def describe(self) -> str:
+        """A short description for users: the model's name, FIM or not, its context."""
+        ...
+
+    def close(self) -> None:
+        """Release the model; the backend is unusable afterwards."""
+        ...
+
+
+class LogitsRanking:
+    """The ranking of a backend that has the logits over the whole vocabulary."""
+
+    __slots__ = ("_logprobs", "end_ids", "logits")
+
+    def __init__(self, logits: FloatArray, end_ids: list[int]) -> None:
+        self.logits = logits
+        self.end_ids = end_ids
+        self._logprobs: FloatArray | None = None
+
+    def best(self, k: int) -> IdArray:
+        logits = self.logits
+        k = max(1, min(k, logits.shape[0]))
+        top = np.argpartition(-logits, k - 1)[:k]
+        ordered: IdArray = top[np.argsort(-logits[top], kind="stable")]
+        return ordered
+
+    def scores(self, tokens: IdArray) -> FloatArray:
+        out: FloatArray = self.logits[tokens]
+        return out
+
+    def _log_softmax(self) -> FloatArray:
+        if self._logprobs is None:
+            logits = self.logits
+            shifted = logits - float(np.max(logits))
+            self._logprobs = shifted - float(np.log(np.sum(np.exp(shifted))))
+        return self._logprobs
+
+    def logprob(self, token: int) -> float:
+        return float(self._log_softmax()[token])
+
+    def end_logprob(self) -> float:
+        if not self.end_ids:
+            return -math.inf
+        return float(np.logaddexp.reduce(self._log_softmax()[self.end_ids]))

@@ -1,0 +1,24 @@
+"""The choices a user makes about generation: the decoding mode and the line mode.
+
+Plain literals with their tuples of values, in one light module: the settings, the
+command line, the decoding loop and the benchmarks take them from here, and the
+editors' settings (``editors/vscode/src/config.ts``, ``editors/nvim/lua/fimlsp/config.lua``)
+list the same values (``tests/test_editor_status.py`` checks).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+__all__ = ["LINE_MODES", "MODES", "LineMode", "Mode"]
+
+#: ``constrained``: the syntax-checked loop (the default); ``unconstrained``: the model's
+#: own choice at every step; ``checked``: unconstrained, then the longest prefix of its
+#: output with which ``ast.parse`` accepts the file.
+Mode = Literal["constrained", "unconstrained", "checked"]
+MODES: tuple[Mode, ...] = get_args(Mode)
+
+#: ``single``: the middle stays on the cursor's line; ``multi``: it may span lines;
+#: ``auto``: multi-line where the cursor opens a block or one line cannot connect.
+LineMode = Literal["auto", "single", "multi"]
+LINE_MODES: tuple[LineMode, ...] = get_args(LineMode)

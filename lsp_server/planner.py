@@ -1,0 +1,266 @@
+"""What to answer a completion request with; runs on the model worker.
+
+* nothing, with the reason, when completions are off, the model is not ready, the
+  document is too large, or no middle can make the file valid (the quotient is empty);
+* the rest of the completion just shown, when the user has typed along it (no model
+  call);
+* otherwise a generation: single-line or multi-line as the line mode says, multi-line
+  again within the deadline when one line cannot connect (``auto``), and for an
+  explicit request the other line mode's middle as a second item to cycle to.
+
+Every answer carries its ``fimlsp/status`` figures, computed once from the request's
+moments (:meth:`lsp_server.status.RequestTimes.figures`).  The planner keeps, per
+document, the quotient builder (left-context states, right-context memo) and the
+completion last shown.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from lexer.version import TargetVersion
+from quotient_parser.quotient import Quotient, QuotientBuilder
+
+from .decoding import Completion, DecodeOptions, generate
+from .lines import document_line_ends, single_line
+from .model import Backend
+from .request import Answer, Request, Suggestion
+from .status import EngineState, StopReason
+
+__all__ = ["Planner"]
+
+#: Documents whose quotient work (left-context states, right-context memo) is kept.
+BUILDERS_KEPT = 8
+#: Share of the deadline after which no second generation is started.
+_LATE_SHARE = 0.8
+
+
+@dataclass
+class _Shown:
+    """The last completion offered for a document, for typing along it."""
+
+    left: str
+    right: str
+    middle: str
+    single_line: bool
+
+
+class Planner:
+    """Answers requests one at a time (on the worker); ``forget`` and ``counters`` may be
+    called from other threads."""
+
+    def __init__(self) -> None:
+        self._builders: OrderedDict[tuple[str, TargetVersion], QuotientBuilder] = OrderedDict()
+        self._shown: dict[str, _Shown] = {}
+        self._lock = threading.Lock()
+
+    def forget(self, uri: str) -> None:
+        """The document was closed: drop what was kept for it."""
+        with self._lock:
+            self._shown.pop(uri, None)
+            for key in [k for k in self._builders if k[0] == uri]:
+                del self._builders[key]
+
+    def counters(self) -> dict[str, int]:
+        with self._lock:
+            return {"builders": len(self._builders), "shownCompletions": len(self._shown)}
+
+    # ---------------------------------------------------------------- answering
+
+    def answer(
+        self, request: Request, model: Backend | None, state: EngineState, message: str
+    ) -> Answer:
+        """The answer to ``request`` with the model (None while there is none) in
+        ``state`` (whose message explains why a model is missing)."""
+        if request.times.dequeued is None:
+            request.times.dequeued = time.perf_counter()
+        refused = self._refusal(request, model, state, message)
+        if refused is not None:
+            return refused
+        reused = self._typed_along(request)
+        if reused is not None:
+            return _answer(request, state, [reused], StopReason.REUSED, tokens=0)
+        quotient = self._quotient(request)
+        if request.settings.mode == "constrained" and quotient.empty:
+            message = (
+                "no text at the cursor can connect to the code after it"
+                if quotient.left_viable
+                else "the code before the cursor is not valid Python, whatever follows"
+            )
+            return _nothing(request, state, StopReason.NO_MIDDLE_FITS, message)
+        assert model is not None  # _refusal answers when there is none
+        return self._generated(request, model, state, quotient)
+
+    def _refusal(
+        self, request: Request, model: Backend | None, state: EngineState, message: str
+    ) -> Answer | None:
+        """The answer when there is nothing to generate, else None."""
+        settings = request.settings
+        if request.cancelled:
+            return _nothing(request, state, StopReason.CANCELLED)
+        if not settings.enable:
+            return _nothing(request, EngineState.DISABLED, StopReason.DISABLED)
+        if model is None or state != EngineState.READY:
+            return _nothing(request, state, StopReason.NO_MODEL, message)
+        if len(request.text) > settings.max_document_chars:
+            message = (
+                f"document has {len(request.text)} characters, more than maxDocumentChars "
+                f"({settings.max_document_chars})"
+            )
+            return _nothing(request, state, StopReason.TOO_LARGE, message)
+        return None
+
+    def _typed_along(self, request: Request) -> Suggestion | None:
+        """The rest of the shown completion, if the user typed a prefix of it."""
+        left, right = request.left, request.right
+        shown = self._shown.get(request.uri)
+        if shown is None or right != shown.right or not left.startswith(shown.left):
+            return None
+        typed = left[len(shown.left) :]
+        if not typed or len(typed) >= len(shown.middle) or not shown.middle.startswith(typed):
+            return None
+        # left + rest + right == shown.left + shown.middle + right, which parsed.
+        rest = shown.middle[len(typed) :]
+        return Suggestion(rest, shown.single_line, True, StopReason.REUSED)
+
+    def _quotient(self, request: Request) -> Quotient:
+        """The quotient for the request, from the document's builder (kept for the next
+        keystroke)."""
+        target = request.settings.target
+        key = (request.uri, target)
+        with self._lock:
+            builder = self._builders.get(key)
+            if builder is None:
+                builder = self._builders[key] = QuotientBuilder(target)
+                while len(self._builders) > BUILDERS_KEPT:
+                    self._builders.popitem(last=False)
+            else:
+                self._builders.move_to_end(key)
+        quotient = builder.build(request.left, request.right)
+        request.times.quotient_built = time.perf_counter()
+        return quotient
+
+    # ---------------------------------------------------------------- generating
+
+    def _generated(
+        self, request: Request, model: Backend, state: EngineState, quotient: Quotient
+    ) -> Answer:
+        """Generate in the line mode the settings ask for (falling back to multi-line in
+        ``auto``), and offer the other line mode's middle when the user asked."""
+        settings = request.settings
+        single = single_line(settings.line_mode, quotient)
+        result = _generate(request, model, quotient, single)
+        fell_back = False
+        if single and settings.line_mode == "auto" and not result.complete:
+            if not request.cancelled and not _late(request):
+                single = False  # the line cannot be finished on its own: offer more lines
+                fell_back = True
+                result = _generate(request, model, quotient, single)
+        suggestions: list[Suggestion] = []
+        usable = result.complete or settings.mode == "unconstrained"
+        if result.middle and usable and not request.cancelled:
+            middle = document_line_ends(result.middle, quotient, request.text)
+            suggestions.append(Suggestion(middle, single, result.complete, result.stop_reason))
+            with self._lock:
+                self._shown[request.uri] = _Shown(request.left, request.right, middle, single)
+            if request.alternatives and not fell_back:
+                other = _alternative(request, model, quotient, single)
+                if other is not None and other.middle != middle:
+                    suggestions.append(other)
+        stop = StopReason.CANCELLED if request.cancelled else result.stop_reason
+        return _answer(request, state, suggestions, stop, **_result_figures(result, single))
+
+
+def _generate(request: Request, model: Backend, quotient: Quotient, single: bool) -> Completion:
+    """One generation within what is left of the request's deadline."""
+    settings = request.settings
+    elapsed = time.perf_counter() - request.times.received
+    options = DecodeOptions(
+        mode=settings.mode,
+        max_tokens=settings.max_tokens,
+        top_k=settings.top_k,
+        single_line=single,
+        deadline_s=max(0.01, settings.deadline_ms / 1e3 - elapsed),
+    )
+    result = generate(
+        model,
+        quotient.left,
+        quotient.right,
+        options,
+        quotient=quotient if settings.mode == "constrained" else None,
+        target=settings.target,
+        cancel=request.cancel.is_set,
+    )
+    times = result.times
+    request.times.generation(times.started, times.prompt_read, times.first_token)
+    return result
+
+
+def _alternative(
+    request: Request, model: Backend, quotient: Quotient, single: bool
+) -> Suggestion | None:
+    """The middle of the other line mode, for a second item (constrained, ``auto``)."""
+    settings = request.settings
+    if settings.line_mode != "auto" or settings.mode != "constrained":
+        return None
+    if request.cancelled or _late(request):
+        return None
+    other = _generate(request, model, quotient, not single)
+    if not other.complete or not other.middle or request.cancelled:
+        return None
+    middle = document_line_ends(other.middle, quotient, request.text)
+    return Suggestion(middle, not single, other.complete, other.stop_reason)
+
+
+def _late(request: Request) -> bool:
+    """Too late in the deadline to start another generation."""
+    elapsed_ms = (time.perf_counter() - request.times.received) * 1e3
+    return elapsed_ms > request.settings.deadline_ms * _LATE_SHARE
+
+
+def _result_figures(result: Completion, single: bool) -> dict[str, Any]:
+    """The generation's own figures for the status (the answered one's)."""
+    t = result.timings
+    return {
+        "complete": result.complete,
+        "lineMode": "single" if single else "multi",
+        "tokens": result.tokens,
+        "tokensPerSecond": round(t.tokens_per_s or 0.0, 1),
+        "parserUsPerToken": round(t.parser_us_per_token_median or 0.0, 1),
+    }
+
+
+def _nothing(
+    request: Request, state: EngineState, stop: StopReason, message: str | None = None
+) -> Answer:
+    """No suggestion, and why."""
+    return Answer(
+        [], _status(request, state, stop, {} if message is None else {"message": message})
+    )
+
+
+def _answer(
+    request: Request,
+    state: EngineState,
+    suggestions: list[Suggestion],
+    stop: StopReason,
+    **figures: Any,
+) -> Answer:
+    """Suggestions (maybe none) from a generation or from typing along."""
+    return Answer(
+        suggestions, _status(request, state, stop, {"suggestions": len(suggestions), **figures})
+    )
+
+
+def _status(
+    request: Request, state: EngineState, stop: StopReason, extra: dict[str, Any]
+) -> dict[str, Any]:
+    """The ``fimlsp/status`` of a finished request: what it found (``extra``) and the
+    timing figures of :meth:`~lsp_server.status.RequestTimes.figures`."""
+    request.times.done = time.perf_counter()
+    status: dict[str, Any] = {"uri": request.uri, "state": state, "stopReason": stop}
+    return {**status, **extra, **request.times.figures()}

@@ -1,0 +1,64 @@
+"""pygls' protocol, changed where fimlsp departs from its defaults.
+
+* **No second document store.**  pygls keeps its own copy of every document and splits
+  lines with ``str.splitlines``, which also breaks at form feeds (common in the
+  standard library), ``\\x1c``-``\\x1e``, U+2028 and U+2029, so its positions drift from
+  the editor's.  The server keeps documents itself (:mod:`lsp_server.documents`); here
+  ``didOpen``/``didChange``/``didClose`` go straight to its handlers.
+* **Snapshots on arrival.**  A request handler that is a coroutine starts only on a
+  later turn of the event loop, after the loop may have applied more changes.  A
+  completion request is therefore captured (text and offset) and queued on the model
+  worker synchronously, when the message arrives.
+* **Cancellation reaches the worker.**  ``$/cancelRequest`` sets the request's cancel
+  flag whether or not its coroutine started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any, cast
+
+from lsprotocol import types
+from pygls.protocol import LanguageServerProtocol, lsp_method
+
+if TYPE_CHECKING:
+    from .server import FimLanguageServer
+
+__all__ = ["COMPLETION_METHODS", "FimProtocol"]
+
+#: Requests answered by the model worker, captured when they arrive.
+COMPLETION_METHODS = (types.TEXT_DOCUMENT_INLINE_COMPLETION, types.TEXT_DOCUMENT_COMPLETION)
+
+
+class FimProtocol(LanguageServerProtocol):
+    """pygls' protocol without its document store, capturing completion requests."""
+
+    @property
+    def fim_server(self) -> FimLanguageServer:
+        return cast("FimLanguageServer", self._server)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: Any) -> Generator[Any, Any, None]:
+        yield from self._user(types.TEXT_DOCUMENT_DID_OPEN, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: Any) -> Generator[Any, Any, None]:
+        yield from self._user(types.TEXT_DOCUMENT_DID_CHANGE, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: Any) -> Generator[Any, Any, None]:
+        yield from self._user(types.TEXT_DOCUMENT_DID_CLOSE, params)
+
+    def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
+        if method_name in COMPLETION_METHODS:
+            self.fim_server.capture(msg_id, params)
+        super()._handle_request(msg_id, method_name, params)
+
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        self.fim_server.requests.cancel(msg_id)
+        super()._handle_cancel_notification(msg_id)
+
+    def _user(self, method: str, params: Any) -> Generator[Any, Any, None]:
+        handler = self.fm.features.get(method)
+        if handler is not None:
+            yield handler, (params,), None

@@ -1,0 +1,70 @@
+"""A completion request as the model worker sees it, and what it produces."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from .settings import Settings
+from .status import RequestTimes, StopReason
+
+__all__ = ["Answer", "Request", "Suggestion"]
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """One middle to show at the cursor."""
+
+    middle: str
+    single_line: bool
+    complete: bool | None
+    stop_reason: StopReason
+
+
+@dataclass
+class Answer:
+    """What a request produced, and the ``fimlsp/status`` notification that reports it."""
+
+    suggestions: list[Suggestion]
+    status: dict[str, Any]
+
+
+@dataclass
+class Request:
+    """One completion request: a snapshot of the document, cancellable from any thread."""
+
+    uri: str
+    text: str
+    offset: int
+    settings: Settings
+    #: The user asked (an invoked inline completion, or cycling to the next suggestion):
+    #: offer the other line mode's middle too, as a second item to cycle to.
+    alternatives: bool = False
+    times: RequestTimes = field(default_factory=RequestTimes)
+    cancel: threading.Event = field(default_factory=threading.Event)
+    future: Future[Answer] = field(default_factory=Future)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel.is_set()
+
+    @property
+    def left(self) -> str:
+        return self.text[: self.offset]
+
+    @property
+    def right(self) -> str:
+        return self.text[self.offset :]
+
+    def same_question(self, other: Request) -> bool:
+        """Whether ``other`` asks what this request asks (an inline completion and a
+        completion request for one keystroke), so that one answer serves both."""
+        return (
+            not self.cancelled
+            and self.offset == other.offset
+            and self.settings == other.settings
+            and self.text == other.text
+            and self.alternatives >= other.alternatives
+        )
