@@ -56,8 +56,10 @@ Example::
 from __future__ import annotations
 
 import bisect
+import functools
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lexer import LexError, LexState
 from lexer.text import indentation, line_end_offsets
@@ -66,6 +68,9 @@ from lexer.version import NEWEST, TargetLike, TargetVersion
 from .earley import Chart
 from .recognizer import Recognizer, RecognizerState
 from .suffix import right_context_can_end_module
+
+if TYPE_CHECKING:
+    from .finish import FinishAnalysis
 
 __all__ = ["Quotient", "QuotientBuilder", "QuotientState"]
 
@@ -304,6 +309,13 @@ class Quotient:
     def target(self) -> TargetVersion:
         return self.recognizer.version
 
+    @functools.cached_property
+    def finish(self) -> FinishAnalysis:
+        """Distances to a finish for this quotient's states (``finish.py``)."""
+        from .finish import FinishAnalysis
+
+        return FinishAnalysis(self)
+
 
 class QuotientState:
     """An immutable state of the quotient after some middle text."""
@@ -341,6 +353,19 @@ class QuotientState:
     def error(self) -> str | None:
         """Why the middle is not viable, when the recognizer knows."""
         return self.state.error
+
+    def distance(self) -> int:
+        """A lower bound on the characters a finish still needs (0 when complete).
+
+        Never above the least ``len(w)`` with ``self.feed(w).complete``; a
+        very large number (``finish.INFINITE``) when no finish exists.
+        See ``finish.py`` for what it counts.
+        """
+        if not self.viable:
+            return self.quotient.finish.unreachable
+        if self.complete:
+            return 0
+        return max(1, self.quotient.finish.lower_bound(self.state))
 
 
 class QuotientBuilder:

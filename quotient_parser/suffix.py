@@ -37,7 +37,7 @@ from .earley import Automaton, Chart
 from .grammar_tools import Grammar, load_grammar
 from .recognizer import SymbolClassifier
 
-__all__ = ["right_context_can_end_module"]
+__all__ = ["lex_in_mode", "right_context_can_end_module", "start_modes_that_end"]
 
 _OPENERS = {")": "(", "]": "[", "}": "{"}
 #: Bounds on the repairs tried for one start mode (each repair re-lexes R).
@@ -201,26 +201,73 @@ def right_context_can_end_module(text: str, version: tuple[int, int]) -> bool:
         return True
     keep: list[Chart] = []
     _RECENT_PARSES.append(keep)
+    return any(
+        _mode_can_end(text, version, head, at_line_start, keep)
+        for head, at_line_start in _start_modes(text)
+    )
+
+
+def start_modes_that_end(text: str, version: tuple[int, int]) -> list[tuple[str, bool]]:
+    """Every start mode ``(head, at_line_start)`` under which ``u + text`` can be valid.
+
+    ``head`` is what ``u`` ends with: ``""`` (a symbol boundary), ``"#"`` (a
+    comment), a backslash, or the opening of a string literal (a quote or a
+    triple quote, maybe after ``r``, ``f`` or ``rf``).  An empty text can
+    follow anything: every mode is listed.
+    """
+    modes = _start_modes(text)
+    if not text:
+        return modes
+    keep: list[Chart] = []
+    _RECENT_PARSES.append(keep)
+    return [
+        (head, at_line_start)
+        for head, at_line_start in modes
+        if _mode_can_end(text, version, head, at_line_start, keep)
+    ]
+
+
+def lex_in_mode(
+    text: str, version: tuple[int, int], head: str, at_line_start: bool = False
+) -> tuple[str, list[tuple[str, str, int]]] | None:
+    """R's symbols in one start mode (offsets relative to R), with the brackets R
+    closes, outermost first; None when R does not lex in that mode."""
+    attempt = _Attempt(head, at_line_start)
+    try:
+        symbols = _lex(attempt, text, version)
+    except LexError:
+        return None
+    base = len(attempt.prefix())
+    return attempt.openers, [(kind, value, start - base) for kind, value, start in symbols]
+
+
+def _start_modes(text: str) -> list[tuple[str, bool]]:
     heads: list[tuple[str, bool]] = [("#", False), ("", False), ("", True)]
-    if text[0] in "\r\n":
+    if text[:1] in ("\r", "\n"):
         heads.append(("\\", False))
     heads.extend((head, False) for head in _STRING_HEADS)
-    for head, at_line_start in heads:
-        base = _Attempt(head, at_line_start)
+    return heads
+
+
+def _mode_can_end(
+    text: str, version: tuple[int, int], head: str, at_line_start: bool, keep: list[Chart]
+) -> bool:
+    """Whether R, lexed in one start mode (with its repairs), is a viable reversed prefix."""
+    base = _Attempt(head, at_line_start)
+    try:
+        symbols = _lex(base, text, version)
+    except LexError:
+        return False
+    if _reverse_viable(version, symbols, keep):
+        return True
+    whitespace = _first_logical_line_indent(base, text, symbols)
+    if whitespace is None:
+        return False
+    for attempt in _first_line_variants(base, text, whitespace):
         try:
-            symbols = _lex(base, text, version)
+            symbols = _lex(attempt, text, version)
         except LexError:
             continue
         if _reverse_viable(version, symbols, keep):
             return True
-        whitespace = _first_logical_line_indent(base, text, symbols)
-        if whitespace is None:
-            continue
-        for attempt in _first_line_variants(base, text, whitespace):
-            try:
-                symbols = _lex(attempt, text, version)
-            except LexError:
-                continue
-            if _reverse_viable(version, symbols, keep):
-                return True
     return False
