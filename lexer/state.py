@@ -131,6 +131,27 @@ class LexState:
         return tuple(frame[0] for frame in self._ctx.fst)
 
     @property
+    def enclosures(self) -> tuple[str, ...]:
+        """Open brackets and f-strings as one stack, outermost first.
+
+        A bracket is its character (a replacement field's brace included), an
+        f-string its quote after ``f``: ``f"{(`` gives ``('f"', '{', '(')``.
+        """
+        ctx = self._ctx
+        if not ctx.fst:
+            return tuple(ctx.parens)
+        out: list[str] = []
+        frames = sorted(ctx.fst, key=lambda frame: frame[2])
+        k = 0
+        for level in range(len(ctx.parens) + 1):
+            while k < len(frames) and frames[k][2] == level:
+                out.append("f" + frames[k][0])
+                k += 1
+            if level < len(ctx.parens):
+                out.append(ctx.parens[level])
+        return tuple(out)
+
+    @property
     def in_fstring_literal(self) -> bool:
         """Whether the text here is literal text of an f-string (or of its format spec)."""
         fst = self._ctx.fst

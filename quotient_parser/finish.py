@@ -22,7 +22,8 @@ A finish ``w`` is followed by R, so the bound must count only what R cannot
 do.  R's first symbols are known (lexed once per right context under each
 *start mode* that can end a module: R may begin at a symbol boundary, inside
 a comment that ``w`` opens, after a backslash continuation, or inside a
-string literal that ``w`` opens).  For each such symbol ``r_k``, any finish
+string literal that ``w`` opens; string modes are kept only when R can end
+a module that way, as ``suffix.py`` decides).  For each such symbol ``r_k``, any finish
 makes the chart scan ``w``'s symbols and ``r_1 .. r_{k-1}`` before ``r_k``,
 so ``|w| >= fd(chart, r_k) - cost(r_1 .. r_{k-1})``, where ``fd`` is the
 least cost of any symbol string after which the chart can scan ``r_k``.
@@ -56,7 +57,7 @@ from lexer import LexState
 from lexer.text import INDENT_CHARS, indentation
 
 from .earley import Chart
-from .suffix import lex_in_mode, start_modes_that_end
+from .suffix import STRING_HEADS, StartMode, lex_in_mode, start_modes_that_end
 from .yields import INFINITE, YieldTables, yield_tables
 
 if TYPE_CHECKING:
@@ -69,6 +70,10 @@ _NONE = -1
 _OPENER = {")": "(", "]": "[", "}": "{"}
 #: R's symbols looked at per start mode (the first logical line, at most this many).
 _MAX_TARGETS = 24
+#: R's symbols whose allowance is larger than this are not looked at: the cost
+#: of reaching one from a chart is rarely that large (fewer targets only lower
+#: the bound).
+_MAX_ALLOWANCE = 24
 #: A first character of R that cannot join the end of ``w`` into one token.
 _NO_MERGE = frozenset(" \t\f\r\n#\\)]},;:([{~")
 #: Second characters of two-character operators (``==``, ``->``, ``**``, ``//``, ``...``).
@@ -323,7 +328,7 @@ class _ViewBuilder:
             any(tables.word_end[m] for m in members),
         )
 
-    def view(self, text: str, mode: str, head: str, entry: int) -> RightView | None:
+    def view(self, text: str, start: StartMode, mode: str, entry: int) -> RightView:
         """The view of R in one start mode, from R's symbols in that mode.
 
         Targets are R's symbols up to the end of its first logical line (a
@@ -334,10 +339,7 @@ class _ViewBuilder:
         word-like neighbours included (and one for a word-like first symbol,
         whose separator may be R's blank).
         """
-        lexed = lex_in_mode(text, self.version, head)
-        if lexed is None:
-            return None
-        openers, symbols = lexed
+        openers, symbols = start.openers, start.symbols
         targets: list[tuple[tuple[int, ...], int]] = []
         line_start: tuple[int, int, int] | None = None
         last_token = ""
@@ -382,7 +384,7 @@ class _ViewBuilder:
             if len(targets) >= _MAX_TARGETS:
                 break
         merge = mode == "code" and _may_merge(text)
-        return RightView(mode, entry, tuple(targets), merge, openers, line_start, head)
+        return RightView(mode, entry, tuple(targets), merge, openers, line_start, start.head)
 
 
 def _line_at(text: str, offset: int) -> str:
@@ -394,30 +396,52 @@ def _line_at(text: str, offset: int) -> str:
 def right_views(
     tables: YieldTables, classify: object, text: str, version: tuple[int, int]
 ) -> list[RightView]:
-    """The ways R can begin after a finish (start modes under which R can end a module)."""
+    """The ways R can begin after a finish: at a symbol boundary, in a comment, after a
+    continuation (when R begins with a line break).
+
+    A mode whose lexing fails is left out; the others are kept without asking
+    whether R can then end a module (a backward parse of all of R): keeping a
+    view can only lower the bound, and these are the common ones.
+    """
     builder = _ViewBuilder(tables, classify, version)
+    modes = [("", "code", 0), ("#", "comment", 1)]
+    if text[:1] in ("\r", "\n"):
+        modes.append(("\\", "continuation", 1))
     views: list[RightView] = []
-    heads = sorted({head for head, _ in start_modes_that_end(text, version)})
-    for head in heads:
-        if head == "":
-            view = builder.view(text, "code", "", 0)
-        elif head == "#":
-            view = builder.view(text, "comment", "#", 1)
-        elif head == "\\":
-            view = builder.view(text, "continuation", "\\", 1)
-        else:
-            names = ("FSTRING_START",) if "f" in head else ("STRING", "BYTES")
-            members = tuple(builder._ids[n] for n in names if n in builder._ids)
-            view = RightView("string", len(head), ((members, 0),), False, None, None, head)
-        if view is not None:
-            views.append(view)
+    for head, mode, entry in modes:
+        lexed = lex_in_mode(text, version, head)
+        if lexed is not None:
+            start = StartMode(head, False, lexed[0], lexed[1])
+            views.append(builder.view(text, start, mode, entry))
     return views
+
+
+def string_view(
+    tables: YieldTables, text: str, version: tuple[int, int], head: str
+) -> RightView | None:
+    """The view of R inside a string literal that ``w`` opens with ``head`` (None: R
+    cannot end a module that way).  Only the literal is a target: what ``w`` pays is
+    the opening and what precedes the literal."""
+    if not start_modes_that_end(text, version, (head,)):
+        return None
+    ids = tables.grammar.terminal_ids
+    names = ("FSTRING_START",) if "f" in head else ("STRING", "BYTES")
+    members = tuple(ids[n] for n in names if n in ids)
+    return RightView("string", len(head), ((members, 0),), False, None, None, head)
 
 
 #: Views of the last few right contexts, by (target, text): an editor asks
 #: again after every keystroke with the same right context.
 _VIEWS: OrderedDict[tuple[tuple[int, int], str], list[RightView]] = OrderedDict()
 _VIEWS_KEPT = 8
+
+
+def _comment_or_continuation(pending: str) -> bool:
+    """Whether the pending text is a comment, or a backslash whose line has not ended."""
+    blank = pending.lstrip(INDENT_CHARS)
+    return blank.startswith("#") or (
+        blank.startswith("\\") and "\n" not in blank and "\r" not in blank
+    )
 
 
 def _open_string_head(pending: str) -> tuple[str, str] | None:
@@ -450,6 +474,7 @@ class FinishAnalysis:
             weakref.WeakKeyDictionary()
         )
         self._indent = self.tables.grammar.terminal_ids.get("INDENT")
+        self._string_views: dict[str, RightView | None] = {}
         self._moves: _Moves | None = None
 
     #: The distance of a state from which no finish exists.
@@ -501,10 +526,10 @@ class FinishAnalysis:
         pending = lex.pending
         blank = pending.lstrip(INDENT_CHARS)
         if not pending or not blank or lex.pending_kinds() is None:
-            if blank.startswith("#"):
-                return self._views_bound(chart, lex, 0, False, in_comment=True)
-            if blank.startswith("\\"):
-                return 0, 0  # a line continuation: the next character must end the line
+            if _comment_or_continuation(pending):
+                if blank.startswith("#"):
+                    return self._views_bound(chart, lex, 0, False, in_comment=True)
+                return 0, 0  # a backslash: the next character must end the line
             return self._views_bound(chart, lex, 0, False)
         # A symbol in progress either ends here (emit) or grows into w and R (extend).
         best = (INFINITE, INFINITE)
@@ -517,7 +542,7 @@ class FinishAnalysis:
         string = _open_string_head(pending)
         if string is not None:
             head, quote = string
-            if any(view.head == head for view in self.views):
+            if self._string_view(head) is not None:
                 return 0, 0  # R may go on with this very string
             ids = self.tables.grammar.terminal_ids
             for kind in ("STRING", "BYTES"):
@@ -535,14 +560,24 @@ class FinishAnalysis:
         spent = max(costs, default=len(pending))
         return _least(best, self._views_bound(chart, lex, spent, True))
 
+    def _string_view(self, head: str) -> RightView | None:
+        """The view for a string literal opened by ``head`` (checked on first use)."""
+        if head not in self._string_views:
+            version = tuple(self.recognizer.version)
+            self._string_views[head] = string_view(
+                self.tables, self.quotient.right, (version[0], version[1]), head
+            )
+        return self._string_views[head]
+
     # -- the search -------------------------------------------------------
 
     def search(
         self,
         start: QuotientState,
         *,
-        max_nodes: int = 3000,
-        max_seconds: float = 1.0,
+        max_nodes: int = 2000,
+        max_seconds: float = 0.5,
+        within: int | None = None,
         first_share: float = 0.6,
         weight: float = 3.0,
     ) -> Witness:
@@ -561,35 +596,48 @@ class FinishAnalysis:
            (``g + weight * h``) to find one sooner: at most ``weight`` times
            as long as the shortest by the usual argument.
 
-        ``lower`` is the best bound proved on the way.  At the budget (nodes
-        or seconds) the search returns what it has.
+        ``within``: look only for finishes of at most that many characters
+        (paths that cannot stay within are dropped, which makes the search
+        cheaper); a Witness without text and with ``exact`` then proves that
+        none exists.  ``lower`` is the best bound proved on the way.  At the
+        budget (nodes or seconds) the search returns what it has.
         """
         if self._moves is None:
             self._moves = _Moves(self)
         deadline = time.monotonic() + max_seconds
+        cutoff = INFINITE if within is None else within + 1
         if not start.viable:
             return Witness(None, INFINITE, True, 0)
         if start.complete:
             return Witness("", 0, True, 0)
-        if self.lower_bound(start.state) >= INFINITE:
-            return Witness(None, INFINITE, True, 0)
+        h0 = self.lower_bound(start.state)
+        if h0 >= cutoff:
+            return Witness(None, h0, True, 0)
         keys = _CanonicalKeys(self.tables, start.state)
-        first = _AStar(self, keys, start, light=True, weight=1.0, cutoff=INFINITE)
+        first = _AStar(self, keys, start, light=True, weight=1.0, cutoff=cutoff)
         found = first.run(int(max_nodes * first_share), deadline)
         nodes = first.nodes
-        lower = first.lower
+        lower = max(first.lower, h0)
         if found is None:
-            second = _AStar(self, keys, start, light=True, weight=weight, cutoff=INFINITE)
+            if first.exhausted:  # every path under the cutoff is dead
+                if cutoff < INFINITE:
+                    return Witness(None, max(lower, cutoff), True, nodes)
+                return Witness(None, lower, False, nodes)
+            second = _AStar(self, keys, start, light=True, weight=weight, cutoff=cutoff)
             found = second.run(max_nodes - nodes, deadline)
             nodes += second.nodes
-            return Witness(found, lower, False, nodes)
-        exact = _AStar(self, keys, start, light=False, weight=1.0, cutoff=len(found))
+            return Witness(found, lower, second.exhausted and found is None, nodes)
+        exact = _AStar(self, keys, start, light=False, weight=1.0, cutoff=min(len(found), cutoff))
         shorter = exact.run(max_nodes - nodes, deadline)
         nodes += exact.nodes
         if shorter is not None:
             return Witness(shorter, len(shorter), True, nodes)
         if exact.exhausted:
+            if len(found) >= cutoff:  # the light search's finish is too long in characters
+                return Witness(None, cutoff, True, nodes)
             return Witness(found, len(found), True, nodes)
+        if len(found) >= cutoff:
+            return Witness(None, max(lower, exact.lower), False, nodes)
         return Witness(found, max(lower, exact.lower), False, nodes)
 
     def _views_bound(
@@ -622,7 +670,9 @@ class FinishAnalysis:
                 need = len(brackets) + len(view.openers) - 2 * shared
             skip = skip_first or view.first_may_merge
             for index, (members, allowance) in enumerate(view.targets):
-                if index == 0 and skip:
+                if entry + need >= best:
+                    break  # this view cannot lower the minimum
+                if (index == 0 and skip) or allowance > _MAX_ALLOWANCE:
                     continue
                 reach = min(first(chart, m) for m in members)
                 value = reach - allowance - spent
@@ -639,6 +689,20 @@ class FinishAnalysis:
                         need_full = own
             best = min(best, entry + need_full)
             best_light = min(best_light, entry + need)
+        # R may also begin inside a string literal that w opens; such a view can only
+        # matter where it costs less than the others, so it is checked only then.
+        for head in STRING_HEADS:
+            entry = len(head) + (1 if in_comment else 0)
+            if entry >= best_light:
+                break
+            string = self._string_view(head)
+            if string is None:
+                continue
+            members, _allowance = string.targets[0]
+            reach = min(first(chart, m) for m in members) - spent
+            value = entry + max(0, reach)
+            best = min(best, value)
+            best_light = min(best_light, value)
         return best, best_light
 
 
@@ -653,11 +717,12 @@ def _least(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
 class Witness:
     """A finish found by :meth:`FinishAnalysis.search`.
 
-    ``text`` completes the middle (``state.feed(text).complete`` was
-    checked), or is None when none was found within the budget.  ``lower``
-    is a lower bound on the distance proved by the search (at least the
-    state's ``distance()``); ``exact`` means the search proved that no
-    shorter finish exists among the insertions it tries: the shortest text of
+    ``text`` completes the middle (``state.feed(text).complete`` holds), or
+    is None when none was found.  ``lower`` is a lower bound on the distance
+    proved by the search (at least the state's ``distance()``).  ``exact``:
+    with a text, no shorter finish exists; without one, no finish exists
+    within the search's ``within`` (or at all, for a dead state); both
+    among the insertions the search tries: the shortest text of
     each terminal the chart can scan next (``yields.SHORTEST_TEXTS``, a
     keyword or operator itself), a blank only where two symbols would merge,
     and at a line start the indentation of an open block or, for a new
@@ -728,35 +793,50 @@ class _Moves:
     def __call__(self, state: RecognizerState) -> list[str]:
         lex, chart = state.lex, state.chart
         assert lex is not None and chart is not None
-        recognizer = self.analysis.recognizer
         if lex.in_fstring_literal:
             return [lex.fstring_quotes[-1], "{", "}", "x"]
         pending = lex.pending
+        if _comment_or_continuation(pending):
+            return ["\n"]  # only a line break helps
         kinds = lex.pending_kinds() if pending else None
         if kinds is not None:
-            moves: list[str] = []
-            # grow the symbol in progress into a keyword or operator the chart takes
-            for terminal in chart.expected_terminals():
-                text = self.text_of.get(terminal)
-                if text and len(text) > len(pending) and text.startswith(pending):
-                    moves.append(text[len(pending) :])
-            string = _open_string_head(pending)
-            if string is not None:
-                moves.append(string[1])
-            emitted = lex.emit_pending()
-            if emitted is not None:
-                stepped, _ = recognizer.step(chart, emitted[1])
-                if stepped is not None:
-                    moves.extend(self.from_chart(stepped, pending[-1]))
-                    if self.right[:1] and self.separator(pending[-1], self.right[0]):
-                        moves.append(" ")  # keep the symbol apart from R's first
-            return moves
+            return self.growing(lex, chart, kinds)
         if lex.at_line_start and not lex.brackets:
             return list(self.line_start(lex, chart))
         found = list(self.from_chart(chart, lex.last_char))
         if self.right[:1] and self.separator(lex.last_char, self.right[0]):
             found.append(" ")  # keep the last symbol apart from R's first
         return found
+
+    def growing(self, lex: LexState, chart: Chart, kinds: frozenset[str]) -> list[str]:
+        """Moves from a symbol in progress: grow it, or end it and go on."""
+        pending = lex.pending
+        moves: list[str] = []
+        # grow it into a keyword or operator the chart takes ...
+        for terminal in chart.expected_terminals():
+            text = self.text_of.get(terminal)
+            if text and len(text) > len(pending) and text.startswith(pending):
+                moves.append(text[len(pending) :])
+        # ... into a name (a keyword so far), a number, a string literal ...
+        word = pending.isidentifier()
+        if word and "NAME" in kinds and kinds != _NAME_ONLY:
+            moves.append("x")
+        if "NUMBER" in kinds:
+            moves.append("0")
+        if word and kinds & _LITERAL_KINDS:
+            moves.append("''")
+        string = _open_string_head(pending)
+        if string is not None:
+            moves.append(string[1])
+        # ... or end it here and go on with the next symbol
+        emitted = lex.emit_pending()
+        if emitted is not None:
+            stepped, _ = self.analysis.recognizer.step(chart, emitted[1])
+            if stepped is not None:
+                moves.extend(self.from_chart(stepped, pending[-1]))
+                if self.right[:1] and self.separator(pending[-1], self.right[0]):
+                    moves.append(" ")  # keep the symbol apart from R's first
+        return moves
 
     def line_start(self, lex: LexState, chart: Chart) -> Iterator[str]:
         """Indentation of an open block (or one level deeper), then a first symbol."""
@@ -790,6 +870,10 @@ class _Moves:
                 yield whitespace[len(typed) :]  # R's first line goes on from here
             for move in self.from_chart(target, ""):
                 yield whitespace[len(typed) :] + move
+
+
+_NAME_ONLY = frozenset({"NAME"})
+_LITERAL_KINDS = frozenset({"STRING", "BYTES", "FSTRING_START"})
 
 
 def _whitespace(column: int, alt: int) -> str | None:

@@ -70,7 +70,8 @@ from .recognizer import Recognizer, RecognizerState
 from .suffix import right_context_can_end_module
 
 if TYPE_CHECKING:
-    from .finish import FinishAnalysis
+    from .finish import FinishAnalysis, Witness
+    from .inside import Enclosure
 
 __all__ = ["Quotient", "QuotientBuilder", "QuotientState"]
 
@@ -290,6 +291,7 @@ class Quotient:
         target: TargetLike = NEWEST,
         *,
         builder: QuotientBuilder | None = None,
+        stay_inside: bool = False,
     ):
         if builder is None:
             builder = QuotientBuilder(target)
@@ -303,11 +305,41 @@ class Quotient:
         self.empty = not left_state.viable or not self._right.can_end_module
         if not self.empty:
             self._right.probe(left_index, left)
-        self.initial = QuotientState(self, left_state)
+        #: Middles must not leave the construct at the cursor (``inside.py``).
+        self.stay_inside = stay_inside
+        #: The state before any middle, without the ``stay_inside`` restriction.
+        self.free_initial = QuotientState(self, left_state)
+        self.initial = self.free_initial
+        if stay_inside:
+            from .inside import InsideState
+
+            self.initial = InsideState(self, left_state, False)
 
     @property
     def target(self) -> TargetVersion:
         return self.recognizer.version
+
+    @functools.cached_property
+    def enclosure(self) -> Enclosure:
+        """What a middle must keep open under ``stay_inside`` (``inside.py``)."""
+        from .inside import enclosure_at
+
+        return enclosure_at(self.free_initial.state, self.right)
+
+    def inside_empty(self, *, max_nodes: int = 600, max_seconds: float = 1.0) -> bool:
+        """Under ``stay_inside``: no middle that stays inside seems able to complete,
+        while one that escapes can; a decoder then starts from ``free_initial``.
+
+        Decided by two witness searches (``finish.py``) within the budget, so a
+        quotient whose only finishes that stay inside are long may be called empty.
+        """
+        if not self.stay_inside or self.empty:
+            return False
+        for state in (self.initial, self.free_initial):
+            found = state.witness(max_nodes=max_nodes, max_seconds=max_seconds)
+            if found.text is not None:
+                return state is self.free_initial
+        return False
 
     @functools.cached_property
     def finish(self) -> FinishAnalysis:
@@ -367,6 +399,19 @@ class QuotientState:
             return 0
         return max(1, self.quotient.finish.lower_bound(self.state))
 
+    def witness(
+        self, *, within: int | None = None, max_nodes: int = 2000, max_seconds: float = 0.5
+    ) -> Witness:
+        """A shortest (or near-shortest) text ``w`` with ``self.feed(w).complete``.
+
+        ``within``: look only for finishes of at most that many characters.
+        See ``finish.Witness`` for what the result proves, and
+        ``FinishAnalysis.search`` for the budget.
+        """
+        return self.quotient.finish.search(
+            self, within=within, max_nodes=max_nodes, max_seconds=max_seconds
+        )
+
 
 class QuotientBuilder:
     """Builds quotients for one target, reusing work between related requests.
@@ -383,8 +428,8 @@ class QuotientBuilder:
         self._rights: OrderedDict[str, _RightContext] = OrderedDict()
         self._right_cache = right_cache
 
-    def build(self, left: str, right: str) -> Quotient:
-        return Quotient(left, right, builder=self)
+    def build(self, left: str, right: str, *, stay_inside: bool = False) -> Quotient:
+        return Quotient(left, right, builder=self, stay_inside=stay_inside)
 
     def _left(self, text: str) -> tuple[_LeftIndex, RecognizerState]:
         index, state = _LeftIndex.build(self.recognizer, text, self._left_index)
