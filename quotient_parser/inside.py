@@ -60,6 +60,9 @@ __all__ = ["Enclosure", "InsideState", "enclosure_at"]
 
 _OPEN = frozenset("([{")
 _CLOSE = frozenset(")]}")
+#: Kinds that open and close an f-string (or a t-string, where the lexer has them).
+_OPENS_LITERAL = "STRING_START"
+_CLOSES_LITERAL = "STRING_END"
 #: Characters without which a step cannot close anything or dedent.
 _RISKY = frozenset(")]}'\"\r\n")
 
@@ -95,9 +98,9 @@ class Enclosure:
         depth = len(lex.enclosures)
         blocks = len(lex.indent_levels)
         for kind, _value, start in symbols:
-            if kind in _OPEN or kind == "FSTRING_START":
+            if kind in _OPEN or kind.endswith(_OPENS_LITERAL):
                 depth += 1
-            elif kind in _CLOSE or kind == "FSTRING_END":
+            elif kind in _CLOSE or kind.endswith(_CLOSES_LITERAL):
                 depth -= 1
                 if depth < self.depth:
                     return "bracket"
@@ -150,9 +153,9 @@ def _needed_enclosures(cursor: LexState, right: str) -> tuple[tuple[str, ...], b
             for kind, _value, offset in symbols:
                 if offset == string_start:
                     string_closed = True
-                if kind in _OPEN or kind == "FSTRING_START":
+                if kind in _OPEN or kind.endswith(_OPENS_LITERAL):
                     depth += 1
-                elif kind in _CLOSE or kind == "FSTRING_END":
+                elif kind in _CLOSE or kind.endswith(_CLOSES_LITERAL):
                     depth -= 1
                     lowest = min(lowest, depth)
                 elif kind == "NEWLINE":  # depth 0: everything R closes is closed

@@ -70,8 +70,9 @@ from .recognizer import Recognizer, RecognizerState
 from .suffix import right_context_can_end_module
 
 if TYPE_CHECKING:
-    from .finish import FinishAnalysis, Witness
+    from .finish import FinishAnalysis
     from .inside import Enclosure
+    from .witness import Witness
 
 __all__ = ["Quotient", "QuotientBuilder", "QuotientState"]
 

@@ -28,8 +28,6 @@ a junction of two strings can be counted exactly.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from .earley import Automaton
 from .grammar_tools import Grammar
 
@@ -270,6 +268,12 @@ class YieldTables:
             known = self._item_firsts[target] = self._item_first(target)
         return known
 
+    def warm_up(self) -> None:
+        """Build the per-terminal tables of every terminal now (about a second; they
+        are otherwise built on first use, a few milliseconds each)."""
+        for target in range(self.grammar.n_terminals):
+            self.item_first_distances(target)
+
     def _item_first(self, target: int) -> list[int]:
         firsts = self.first_summary(target)
         word = self.word_start[target]
@@ -286,13 +290,6 @@ class YieldTables:
                 out[first + dot] = least_before(reach, word)
             first += len(rhs) + 1
         return out
-
-    def describe_cost(self, symbols: Sequence[int]) -> int:
-        """Least cost of a string of symbols (separators between word-like ones included)."""
-        total = EMPTY
-        for s in symbols:
-            total = concat(total, self.summary[s])
-        return least(total)
 
 
 _TABLES: dict[int, YieldTables] = {}

@@ -26,8 +26,9 @@ from hypothesis import strategies as st
 from bench.grammar_coverage import stdlib_root
 from bench.quotient_check import Source, boundary_cut, randspan_cut
 from quotient_parser import Recognizer
-from quotient_parser.finish import INFINITE, Witness
+from quotient_parser.finish import INFINITE
 from quotient_parser.quotient import Quotient, QuotientState
+from quotient_parser.witness import Witness
 from quotient_parser.yields import yield_tables
 
 Accepts = Callable[[str], bool]
