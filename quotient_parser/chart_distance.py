@@ -42,7 +42,7 @@ class ChartDistances:
         self._up: weakref.WeakKeyDictionary[Chart, dict[int, dict[int, int]]] = (
             weakref.WeakKeyDictionary()
         )
-        self._lhs_close: dict[int, dict[int, int]] = {}
+        self._lhs_close: dict[int, list[tuple[int, int]]] = {}
         self._state_first: dict[tuple[int, int], int] = {}
         self._waiting: dict[int, dict[int, list[int]]] = {}
         self._pred_edges: dict[int, dict[int, list[tuple[int, int]]]] = {}
@@ -59,9 +59,9 @@ class ChartDistances:
             if value < best:
                 best = value
             up: dict[int, int] | None = None
-            for lhs, cost in self._closes(state).items():
+            for cost, lhs in self._closes(state):
                 if cost >= best:
-                    continue
+                    break  # sorted: no later one is cheaper
                 if up is None:
                     up = self._up_values(origin, target)
                 total = cost + up.get(lhs, INFINITE)
@@ -69,20 +69,19 @@ class ChartDistances:
                     best = total
         return best
 
-    # -- per-state tables -------------------------------------------------
-
-    def _closes(self, state: int) -> dict[int, int]:
-        """Per left-hand side, the least cost of finishing an item of ``state``."""
+    def _closes(self, state: int) -> list[tuple[int, int]]:
+        """(least cost of finishing an item of ``state``, its left-hand side), cheapest first."""
         table = self._lhs_close.get(state)
         if table is None:
-            table = {}
+            least: dict[int, int] = {}
             close = self.tables.close
             lhs_of = self._item_lhs
             for item in self._st_items[state]:
                 lhs = lhs_of[item]
                 cost = close[item]
-                if cost < table.get(lhs, INFINITE):
-                    table[lhs] = cost
+                if cost < least.get(lhs, INFINITE):
+                    least[lhs] = cost
+            table = sorted((cost, lhs) for lhs, cost in least.items())
             self._lhs_close[state] = table
         return table
 

@@ -410,7 +410,15 @@ class FinishAnalysis:
         before ``w`` (subtracted); ``skip_first``: R's first symbol may merge
         with it.
         """
-        first = self.distances.first_distance
+        known: dict[int, int] = {}  # R's symbols repeat terminals: one fd each
+        distance = self.distances.first_distance
+
+        def first(chart: Chart, target: int) -> int:
+            value = known.get(target)
+            if value is None:
+                value = known[target] = distance(chart, target)
+            return value
+
         brackets = lex.brackets
         columns = {column for column, _alt in lex.indent_levels}
         best = best_light = INFINITE

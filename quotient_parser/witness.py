@@ -110,16 +110,16 @@ class Witness:
     """A finish found by :meth:`FinishAnalysis.search`.
 
     ``text`` completes the middle (``state.feed(text).complete`` holds), or
-    is None when none was found.  ``lower`` is a lower bound on the distance
-    proved by the search (at least the state's ``distance()``).  ``exact``:
-    with a text, no shorter finish exists; without one, no finish exists
-    within the search's ``within`` (or at all, for a dead state); both
-    among the insertions the search tries: the shortest text of
+    is None when none was found.  ``exact``: with a text, no shorter finish
+    exists; without one, no finish exists within the search's ``within`` (or
+    at all, for a dead state).  ``lower``: no finish is shorter.  Both are
+    proved among the insertions the search tries (the state's
+    ``distance()`` bounds every finish): the shortest text of
     each terminal the chart can scan next (``yields.SHORTEST_TEXTS``, a
     keyword or operator itself), a blank only where two symbols would merge,
     and at a line start the indentation of an open block or, for a new
-    block, one unit more (the file's unit, else four spaces).  ``nodes``:
-    states expanded.
+    block, one unit more (the file's unit, else four spaces), or a blank.
+    ``nodes``: states expanded.
     """
 
     text: str | None
@@ -251,6 +251,7 @@ class _Moves:
                 deeper = whitespace + ("\t" if "\t" in whitespace else " " * max(unit, 1))
                 if deeper.startswith(typed):
                     options.append((deeper, chart.step(self.indent)))
+        yield " "  # R may bring the rest of the line's indentation
         for whitespace, target in options:
             if target is None:
                 continue

@@ -213,7 +213,9 @@ def test_stdlib_cuts(
     ast_accepts: Accepts,
 ) -> None:
     """From a state along a cut's true middle: the rest of it is a finish, so the bound
-    may not exceed its length; a witness found completes and respects the bound."""
+    may not exceed its length; a witness found completes and respects the bound.
+    A search that calls its witness shortest (or proves a lower bound) does so among
+    the insertions it tries: the true rest checks that they suffice on real code."""
     text = source(name).text
     rng = random.Random(seed)
     cut = boundary_cut(source(name), rng) if boundary else randspan_cut(source(name), rng)
