@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lexer import LexState
-from lexer.text import INDENT_CHARS, indentation
+from lexer.text import INDENT_CHARS, indentation, indentation_column, last_line
 
 from .chart_distance import chart_distances
 from .earley import Chart
@@ -105,13 +105,6 @@ class RightView:
     openers: str | None
     line_start: tuple[int, int, int] | None
     head: str = ""  # the string opening, for a "string" view
-
-
-def _column(whitespace: str) -> int:
-    column = 0
-    for ch in whitespace:
-        column = (column // 8 + 1) * 8 if ch == "\t" else 0 if ch == "\f" else column + 1
-    return column
 
 
 def _may_merge(text: str) -> bool:
@@ -172,12 +165,12 @@ class _ViewBuilder:
             layout = kind in ("INDENT", "DEDENT")
             if not layout and kind not in ("NEWLINE", "ENDMARKER") and after_newline:
                 if line_start is None:  # a token that starts a logical line at depth 0
-                    whitespace = indentation(_line_at(text, offset))
+                    whitespace = indentation(last_line(text[:offset]))
                     own = 0
                     if mode == "code" and text[:1] not in INDENT_CHARS + "\r\n":
                         if last_token != ":":
                             own = 1 + len(whitespace.replace("\f", ""))
-                    line_start = (_column(whitespace), spent, own)
+                    line_start = (indentation_column(whitespace), spent, own)
                 if line_over:
                     break
             cost, starts, ends = self.measure(members)
@@ -202,12 +195,6 @@ class _ViewBuilder:
                 break
         merge = mode == "code" and _may_merge(text)
         return RightView(mode, entry, tuple(targets), merge, openers, line_start, start.head)
-
-
-def _line_at(text: str, offset: int) -> str:
-    """The line of ``text`` that holds ``offset``."""
-    start = max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1
-    return text[start:offset]
 
 
 def right_views(

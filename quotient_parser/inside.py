@@ -50,7 +50,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lexer import LexError, LexState
-from lexer.text import LINE_END_RE, indentation
+from lexer.text import LINE_END_RE, indentation, indentation_column
 
 from .quotient import Quotient, QuotientState
 from .recognizer import RecognizerState
@@ -190,8 +190,7 @@ def enclosure_at(cursor: RecognizerState, right: str) -> Enclosure:
             string_start = lex.pending_offset
     levels = lex.indent_levels
     if lex.at_line_start:
-        typed = indentation(lex.pending)
-        column = len(typed.expandtabs(8))
+        column = indentation_column(indentation(lex.pending))
         blocks = sum(1 for level_column, _alt in levels if level_column <= column)
     else:
         blocks = len(levels)
