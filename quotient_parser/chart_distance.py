@@ -27,6 +27,9 @@ from .yields import INFINITE, YieldTables
 __all__ = ["ChartDistances", "chart_distances"]
 
 _NONE = -1
+#: The (state, target) memos start afresh past this many entries: a server that
+#: runs for days meets new states and terminals without end.
+_MEMO_LIMIT = 200_000
 
 
 class ChartDistances:
@@ -91,6 +94,8 @@ class ChartDistances:
         if value is None:
             firsts = self.tables.item_first_distances(target)
             value = min((firsts[i] for i in self._st_items[state]), default=INFINITE)
+            if len(self._state_first) > _MEMO_LIMIT:
+                self._state_first.clear()
             self._state_first[key] = value
         return value
 
@@ -130,6 +135,8 @@ class ChartDistances:
                 best = min(firsts[item] for item in advanced)
                 if best < INFINITE:
                     table[nxt] = best
+            if len(self._pred_first) > _MEMO_LIMIT:
+                self._pred_first.clear()
             self._pred_first[key] = table
         return table
 
