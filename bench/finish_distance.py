@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
 import sys
 import time
 from collections import Counter
@@ -50,16 +49,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import IO
 
-from bench.grammar_coverage import (
-    Oracle,
-    OracleFailure,
-    add_corpus_arguments,
-    discover,
-    percentile,
-    stdlib_corpus,
-    stdlib_root,
-    with_progress,
-)
+from bench.corpus import discover, stdlib_corpus, stdlib_root
+from bench.harness import add_corpus_arguments, percentile, with_progress
+from bench.oracle import Oracle, OracleFailure
 from bench.quotient_check import CUT_KINDS, Corpus, Cut, make_cuts
 from quotient_parser.finish import INFINITE
 from quotient_parser.inside import InsideState
@@ -400,10 +392,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     out = out or sys.stdout
-    files = discover(args.paths) if args.paths else stdlib_corpus()
     try:
-        oracle = Oracle(shutil.which(args.oracle) or args.oracle)
-    except (OSError, OracleFailure) as exc:
+        files = discover(args.paths) if args.paths else stdlib_corpus()
+    except FileNotFoundError as exc:
+        print(f"error: no such file or directory: {exc}", file=sys.stderr)
+        return 2
+    try:
+        oracle = Oracle(args.oracle)
+    except (OSError, OracleFailure, ValueError, RuntimeError) as exc:
         print(f"error: cannot start oracle {args.oracle!r}: {exc}", file=sys.stderr)
         return 2
     with oracle:

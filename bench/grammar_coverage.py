@@ -40,34 +40,67 @@ anything was found, 0 otherwise.
 from __future__ import annotations
 
 import argparse
-import base64
 import bisect
-import contextlib
-import io
 import json
-import os
-import queue
 import random
-import re
-import shutil
-import signal
-import subprocess
 import sys
-import sysconfig
-import threading
 import time
-import tokenize
-import traceback
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from types import FrameType
-from typing import IO, Protocol, TypeVar
+from typing import Protocol
 
+from bench.corpus import (
+    CorpusFile,
+    LineIndex,
+    discover,
+    select_evenly,
+    stdlib_corpus,
+    stdlib_root,
+)
+from bench.harness import (
+    FileTimeout,
+    add_corpus_arguments,
+    crash_detail,
+    parse_target,
+    percentile,
+    time_limit,
+    with_progress,
+)
+from bench.mutants import Mutant, make_mutant, make_mutants, token_spans
+from bench.oracle import Oracle, OracleFailure, Verdict
 from lexer.text import split_lines
 from quotient_parser import Recognizer, SourceDecodeError, decode_source
 
-WORKER = Path(__file__).with_name("_oracle_worker.py")
+# Names the other benchmarks imported from here before the shared pieces moved
+# to bench.corpus, bench.harness, bench.mutants and bench.oracle; kept until
+# they import from there.
+_crash_detail = crash_detail
+__all__ = [
+    "Config",
+    "CorpusFile",
+    "FileTimeout",
+    "LineIndex",
+    "Mutant",
+    "Oracle",
+    "OracleFailure",
+    "Report",
+    "Verdict",
+    "_crash_detail",
+    "add_corpus_arguments",
+    "check_files",
+    "discover",
+    "make_mutant",
+    "make_mutants",
+    "parse_target",
+    "percentile",
+    "select_evenly",
+    "split_lines",
+    "stdlib_corpus",
+    "stdlib_root",
+    "time_limit",
+    "token_spans",
+    "with_progress",
+]
 
 KINDS = ("membership", "prefix", "mutant", "consistency", "crash", "timeout", "oracle")
 
@@ -82,398 +115,6 @@ class State(Protocol):
     def complete(self) -> bool: ...
 
     def feed(self, text: str, /) -> State: ...
-
-
-# --------------------------------------------------------------------------- corpus
-
-
-@dataclass(frozen=True)
-class CorpusFile:
-    name: str  # shown in reports: relative to the corpus root, or as given
-    path: Path
-
-
-def stdlib_root() -> Path:
-    return Path(sysconfig.get_paths()["stdlib"])
-
-
-_SKIP_DIRS = {"site-packages", "dist-packages", "__pycache__"}
-
-
-def _walk_py(root: Path) -> list[Path]:
-    found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS]
-        found.extend(Path(dirpath, f) for f in filenames if f.endswith(".py"))
-    return found
-
-
-def stdlib_corpus() -> list[CorpusFile]:
-    """All ``*.py`` files of the running interpreter's standard library, sorted."""
-    root = stdlib_root()
-    files = [CorpusFile(p.relative_to(root).as_posix(), p) for p in _walk_py(root)]
-    return sorted(files, key=lambda f: f.name)
-
-
-def discover(paths: Sequence[str]) -> list[CorpusFile]:
-    """Files named in ``paths``; directories are searched for ``*.py``."""
-    files: list[CorpusFile] = []
-    for arg in paths:
-        p = Path(arg)
-        if p.is_dir():
-            for q in _walk_py(p):
-                files.append(CorpusFile((Path(arg) / q.relative_to(p)).as_posix(), q))
-        elif p.is_file():
-            files.append(CorpusFile(p.as_posix(), p))
-        else:
-            raise FileNotFoundError(arg)
-    return sorted(set(files), key=lambda f: f.name)
-
-
-def select_evenly(files: Sequence[CorpusFile], limit: int | None) -> list[CorpusFile]:
-    """At most ``limit`` files spread evenly over the (sorted) corpus."""
-    if limit is None or limit >= len(files):
-        return list(files)
-    if limit <= 0:
-        return []
-    return [files[i * len(files) // limit] for i in range(limit)]
-
-
-# --------------------------------------------------------------------------- text helpers
-
-
-class LineIndex:
-    """Maps character offsets to 1-based (line, column) pairs."""
-
-    def __init__(self, text: str) -> None:
-        self.starts = [0]
-        for line in split_lines(text):
-            self.starts.append(self.starts[-1] + len(line))
-        if len(self.starts) > 1 and not text.endswith(("\n", "\r")):
-            self.starts.pop()  # the last line has no terminator
-
-    def line_col(self, offset: int) -> tuple[int, int]:
-        line = bisect.bisect_right(self.starts, offset)
-        return line, offset - self.starts[line - 1] + 1
-
-    def where(self, offset: int) -> str:
-        line, col = self.line_col(offset)
-        return f"{line}:{col}"
-
-
-# --------------------------------------------------------------------------- mutants
-
-# Tokens (and a few fragments) inserted or substituted by token-level mutations.
-MUTATION_TOKENS: tuple[str, ...] = (
-    # keywords and soft keywords
-    "if", "else", "elif", "for", "while", "in", "not", "and", "or", "is", "def",
-    "class", "return", "yield", "lambda", "import", "from", "as", "with", "try",
-    "except", "finally", "raise", "pass", "break", "continue", "global",
-    "nonlocal", "del", "assert", "async", "await", "None", "True", "False",
-    "match", "case", "type", "_",
-    # operators and delimiters
-    "(", ")", "[", "]", "{", "}", ":", ",", ".", ";", "=", "==", "!=", "<", ">",
-    "<=", ">=", "+", "-", "*", "**", "/", "//", "%", "@", "|", "&", "^", "~",
-    "<<", ">>", "->", ":=", "+=", "-=", "*=", "...", "!",
-    # atoms
-    "x", "self", "0", "1", "1.5", "0x1f", "1j", "''", '""', "'''s'''", "b''",
-    "f'{x}'", "r'\\d'",
-    # layout
-    "\n", "\\\n", "    ", "\t", "#",
-)  # fmt: skip
-
-# Characters inserted or substituted by character-level mutations.
-MUTATION_CHARS = "()[]{}:;,.=+-*/%@<>!~^&|\\'\"#\n\t x0_"
-
-_IDENT_CHAR = re.compile(r"\w")
-
-
-@dataclass(frozen=True)
-class Mutant:
-    text: str
-    offset: int  # first character that differs from the original
-    description: str
-
-
-def token_spans(text: str) -> list[tuple[int, int]]:
-    """Non-empty token spans (start, end) found by the running interpreter's
-    ``tokenize`` (up to the first tokenizer error, if any)."""
-    starts = [0]
-    for line in io.StringIO(text).readlines():  # the same split as tokenize's readline
-        starts.append(starts[-1] + len(line))
-    spans: list[tuple[int, int]] = []
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type == tokenize.ENDMARKER:
-                break
-            (r0, c0), (r1, c1) = tok.start, tok.end
-            if r0 - 1 >= len(starts) or r1 - 1 >= len(starts):
-                continue
-            s, e = starts[r0 - 1] + c0, starts[r1 - 1] + c1
-            if 0 <= s < e <= len(text):
-                spans.append((s, e))
-    except (tokenize.TokenError, SyntaxError, ValueError):
-        pass
-    return spans
-
-
-def _pad(text: str, start: int, end: int, new: str) -> str:
-    """``new`` with spaces so that it does not fuse with the neighbouring words."""
-    if not new:
-        return new
-    if start > 0 and _IDENT_CHAR.match(text[start - 1]) and _IDENT_CHAR.match(new[0]):
-        new = " " + new
-    if end < len(text) and _IDENT_CHAR.match(text[end]) and _IDENT_CHAR.match(new[-1]):
-        new = new + " "
-    return new
-
-
-def make_mutant(text: str, rng: random.Random, spans: Sequence[tuple[int, int]]) -> Mutant:
-    """One random mutant of ``text`` (never equal to it)."""
-    index = LineIndex(text)
-    for _ in range(100):
-        ops = ["char-insert"]
-        if text:
-            ops += ["char-delete", "char-replace"]
-        if spans:
-            ops += ["token-delete", "token-insert", "token-replace"]
-        op = rng.choice(ops)
-        if op.startswith("token"):
-            s, e = spans[rng.randrange(len(spans))]
-            old = text[s:e]
-            if op == "token-delete":
-                new, desc = "", f"delete token {old!r}"
-            elif op == "token-insert":
-                e = s
-                new = _pad(text, s, e, rng.choice(MUTATION_TOKENS))
-                desc = f"insert {new!r}"
-            else:
-                new = _pad(text, s, e, rng.choice(MUTATION_TOKENS))
-                desc = f"replace token {old!r} by {new!r}"
-        else:
-            if op == "char-insert":
-                s = e = rng.randint(0, len(text))
-            else:
-                s = rng.randrange(len(text))
-                e = s + 1
-            old = text[s:e]
-            if op == "char-delete":
-                new, desc = "", f"delete character {old!r}"
-            elif op == "char-insert":
-                new = rng.choice(MUTATION_CHARS)
-                desc = f"insert character {new!r}"
-            else:
-                new = rng.choice(MUTATION_CHARS)
-                desc = f"replace character {old!r} by {new!r}"
-        mutated = text[:s] + new + text[e:]
-        if mutated != text:
-            return Mutant(mutated, s, f"{desc} at {index.where(s)} (offset {s})")
-    raise ValueError("could not mutate text")  # unreachable in practice
-
-
-def make_mutants(text: str, count: int, rng: random.Random) -> list[Mutant]:
-    spans = token_spans(text) if count > 0 else []
-    return [make_mutant(text, rng, spans) for _ in range(count)]
-
-
-# --------------------------------------------------------------------------- oracle
-
-
-@dataclass(frozen=True)
-class Verdict:
-    ok: bool | None  # None: the oracle gave no answer (crashed or timed out)
-    error: str = ""
-    lineno: int | None = None
-    offset: int | None = None
-
-    def describe(self) -> str:
-        if self.ok is None:
-            return f"no oracle verdict ({self.error})"
-        if self.ok:
-            return "accepts"
-        where = f" at line {self.lineno}" if self.lineno is not None else ""
-        return f"rejects ({self.error}{where})"
-
-
-class OracleFailure(Exception):
-    pass
-
-
-class Oracle:
-    """``ast.parse`` in another (or this) interpreter, as a persistent worker."""
-
-    def __init__(self, python: str | None = None, timeout: float = 60.0) -> None:
-        self.python = python or sys.executable
-        self.timeout = timeout
-        self.version: tuple[int, int, int] = (0, 0, 0)
-        self.implementation = ""
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._replies: queue.Queue[bytes | None] = queue.Queue()
-        self._next_id = 0
-        self._start()
-
-    # -- process management
-    def _start(self) -> None:
-        proc = subprocess.Popen(
-            [self.python, "-I", "-S", str(WORKER)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,  # old parsers print to stderr on overflow
-        )
-        self._proc = proc
-        replies: queue.Queue[bytes | None] = queue.Queue()
-        self._replies = replies
-        assert proc.stdout is not None
-        stdout = proc.stdout
-
-        def pump() -> None:
-            for line in stdout:
-                replies.put(line)
-            replies.put(None)
-
-        threading.Thread(target=pump, name="oracle-reader", daemon=True).start()
-        hello = self._read()
-        if not hello.get("hello"):
-            raise OracleFailure(f"unexpected greeting from {self.python}: {hello!r}")
-        version = hello.get("version")
-        if not (isinstance(version, list) and len(version) == 3):
-            raise OracleFailure(f"unexpected greeting from {self.python}: {hello!r}")
-        self.version = (int(version[0]), int(version[1]), int(version[2]))
-        self.implementation = str(hello.get("implementation", ""))
-
-    def _read(self) -> dict[str, object]:
-        try:
-            line = self._replies.get(timeout=self.timeout)
-        except queue.Empty:
-            raise OracleFailure(f"oracle timed out after {self.timeout} s") from None
-        if line is None:
-            raise OracleFailure("oracle worker exited")
-        reply = json.loads(line)
-        if not isinstance(reply, dict):
-            raise OracleFailure(f"bad reply {line!r}")
-        return reply
-
-    def _restart(self) -> None:
-        self.close()
-        self._start()
-
-    def close(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        with contextlib.suppress(OSError):
-            assert proc.stdin is not None
-            proc.stdin.close()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-    def __enter__(self) -> Oracle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def version_string(self) -> str:
-        return ".".join(map(str, self.version))
-
-    # -- checking
-    def _request(self, source: str | bytes) -> tuple[int, bytes]:
-        self._next_id += 1
-        if isinstance(source, bytes):
-            msg: dict[str, object] = {"id": self._next_id, "b64": base64.b64encode(source).decode()}
-        else:
-            msg = {"id": self._next_id, "text": source}
-        return self._next_id, (json.dumps(msg) + "\n").encode("ascii")
-
-    def _send_and_collect(self, sources: Sequence[str | bytes]) -> list[Verdict]:
-        proc = self._proc
-        assert proc is not None and proc.stdin is not None
-        ids = []
-        for source in sources:
-            rid, payload = self._request(source)
-            ids.append(rid)
-            proc.stdin.write(payload)
-        proc.stdin.flush()
-        verdicts = []
-        for rid in ids:
-            reply = self._read()
-            while reply.get("id") != rid:  # a stale reply from an abandoned batch
-                reply = self._read()
-            verdicts.append(_verdict(reply))
-        return verdicts
-
-    def check_many(self, sources: Sequence[str | bytes]) -> list[Verdict]:
-        """Verdicts for many sources (sent in one batch; str sources are parsed
-        as text, bytes sources as files)."""
-        if not sources:
-            return []
-        try:
-            return self._send_and_collect(sources)
-        except (OracleFailure, OSError, ValueError):
-            self._restart()
-        # Something went wrong (a crash, a hang): go one by one.
-        verdicts = []
-        for source in sources:
-            try:
-                verdicts.append(self._send_and_collect([source])[0])
-            except (OracleFailure, OSError, ValueError) as exc:
-                verdicts.append(Verdict(None, f"{type(exc).__name__}: {exc}"))
-                self._restart()
-        return verdicts
-
-    def check(self, source: str | bytes) -> Verdict:
-        return self.check_many([source])[0]
-
-
-def _verdict(reply: dict[str, object]) -> Verdict:
-    lineno, offset = reply.get("lineno"), reply.get("offset")
-    return Verdict(
-        ok=bool(reply.get("ok")),
-        error=str(reply.get("error", "")),
-        lineno=lineno if isinstance(lineno, int) else None,
-        offset=offset if isinstance(offset, int) else None,
-    )
-
-
-# --------------------------------------------------------------------------- time limit
-
-
-class FileTimeout(BaseException):
-    """Raised (from a SIGALRM handler) when a file exceeds its time budget.
-
-    A BaseException so that ``except Exception`` in the code under test cannot
-    swallow it."""
-
-
-@contextlib.contextmanager
-def time_limit(seconds: float | None) -> Iterator[None]:
-    """Interrupt the body with FileTimeout after ``seconds`` (where SIGALRM is
-    available and this is the main thread; otherwise no limit)."""
-    usable = (
-        seconds is not None
-        and hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
-    )
-    if not usable or seconds is None:
-        yield
-        return
-    if seconds <= 0:
-        raise FileTimeout
-
-    def on_alarm(signum: int, frame: FrameType | None) -> None:
-        raise FileTimeout
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 # --------------------------------------------------------------------------- checking
@@ -527,12 +168,6 @@ def _split_points(length: int, count: int) -> list[int]:
     return sorted({1 + i * (length - 1) // count for i in range(count)})
 
 
-def _crash_detail(exc: BaseException, where: str) -> str:
-    frames = traceback.extract_tb(exc.__traceback__)[-3:]
-    trail = " <- ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(frames))
-    return f"{type(exc).__name__}: {exc} (while {where}; {trail})"
-
-
 class FileChecker:
     """Runs all checks on one file; holds the state of a check in progress so
     that a crash or a timeout can be reported where it happened."""
@@ -584,7 +219,7 @@ class FileChecker:
                 self._line(), "timeout", f"over {self.cfg.time_limit} s (while {self.activity})"
             )
         except Exception as exc:  # a crash of our code is a finding, never hidden
-            res.add(self._line(), "crash", _crash_detail(exc, self.activity))
+            res.add(self._line(), "crash", crash_detail(exc, self.activity))
         return None
 
     def _line(self) -> int | None:
@@ -786,18 +421,6 @@ class FileChecker:
 # --------------------------------------------------------------------------- report
 
 
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """The q-th percentile (0..100) by linear interpolation, rounded to 4
-    decimals; None if there are no values."""
-    if not values:
-        return None
-    s = sorted(values)
-    k = (len(s) - 1) * q / 100
-    lo = int(k)
-    hi = min(lo + 1, len(s) - 1)
-    return round(s[lo] + (s[hi] - s[lo]) * (k - lo), 4)
-
-
 @dataclass
 class Report:
     target: tuple[int, int]
@@ -907,53 +530,6 @@ class Report:
 # --------------------------------------------------------------------------- driver
 
 
-class _SimpleProgress:
-    """A minimal stand-in for tqdm."""
-
-    def __init__(self, total: int, stream: IO[str]) -> None:
-        self.total, self.done, self.stream = total, 0, stream
-
-    def update(self, name: str) -> None:
-        self.done += 1
-        width = 30
-        filled = width * self.done // max(1, self.total)
-        self.stream.write(
-            f"\r[{'#' * filled}{' ' * (width - filled)}] {self.done}/{self.total} {name[-40:]:<40}"
-        )
-        self.stream.flush()
-
-    def close(self) -> None:
-        self.stream.write("\n")
-        self.stream.flush()
-
-
-_Item = TypeVar("_Item")
-
-
-def with_progress(
-    items: Sequence[_Item], enabled: bool, unit: str, label: Callable[[_Item], str]
-) -> Iterator[_Item]:
-    """Yield ``items`` with a progress bar on stderr (tqdm if installed) when enabled."""
-    if not enabled:
-        yield from items
-        return
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        simple = _SimpleProgress(len(items), sys.stderr)
-        for item in items:
-            yield item
-            simple.update(label(item))
-        simple.close()
-        return
-    bar = tqdm(total=len(items), unit=unit, file=sys.stderr, dynamic_ncols=True)
-    for item in items:
-        bar.set_postfix_str(label(item)[-40:], refresh=False)
-        yield item
-        bar.update(1)
-    bar.close()
-
-
 def check_files(
     files: Iterable[CorpusFile],
     cfg: Config,
@@ -979,36 +555,6 @@ def check_files(
         report.results.append(FileChecker(rec, oracle, cfg, cf).run())
     report.elapsed_s = time.monotonic() - t0
     return report
-
-
-def parse_target(value: str) -> tuple[int, int]:
-    m = re.fullmatch(r"(\d+)\.(\d+)", value.strip())
-    if not m:
-        raise argparse.ArgumentTypeError(f"expected MAJOR.MINOR, got {value!r}")
-    return int(m.group(1)), int(m.group(2))
-
-
-def add_corpus_arguments(p: argparse.ArgumentParser, *, target_help: str) -> None:
-    """The options every benchmark shares: corpus paths, target, oracle, --json."""
-    p.add_argument(
-        "paths",
-        nargs="*",
-        metavar="PATHS",
-        help="files or directories (default: the standard library and its tests)",
-    )
-    p.add_argument(
-        "--target",
-        type=parse_target,
-        default=None,
-        help=f"{target_help}, e.g. 3.13 (default: the oracle's)",
-    )
-    p.add_argument(
-        "--oracle",
-        default=sys.executable,
-        metavar="PYTHON",
-        help="interpreter whose ast.parse is the oracle (default: this one)",
-    )
-    p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1056,7 +602,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    oracle_path = shutil.which(args.oracle) or args.oracle
     try:
         if args.paths:
             files, corpus = discover(args.paths), " ".join(args.paths)
@@ -1067,8 +612,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     files = select_evenly(files, args.limit)
     try:
-        oracle = Oracle(oracle_path)
-    except (OSError, OracleFailure) as exc:
+        oracle = Oracle(args.oracle)
+    except (OSError, OracleFailure, ValueError, RuntimeError) as exc:
         print(f"error: cannot start oracle {args.oracle!r}: {exc}", file=sys.stderr)
         return 2
     with oracle:

@@ -7,8 +7,8 @@ Usage::
 
 PATHS are files or directories (searched recursively for ``*.py``); the
 default corpus is the running interpreter's standard library, as for
-``bench.grammar_coverage``, whose oracle worker (``ast.parse`` in the
-interpreter given by ``--oracle``) this benchmark shares.  Files that do not
+``bench.grammar_coverage``, whose oracle (``ast.parse`` of the CPython
+given by ``--oracle``, see ``bench.oracle``) this benchmark shares.  Files that do not
 decode, or whose text the oracle rejects, are skipped.  ``--target`` defaults
 to the oracle's version.
 
@@ -66,7 +66,6 @@ import io
 import json
 import math
 import random
-import shutil
 import sys
 import time
 import tokenize
@@ -74,24 +73,17 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import IO
 
-from bench.grammar_coverage import (
-    CorpusFile,
+from bench.corpus import CorpusFile, LineIndex, discover, stdlib_corpus, stdlib_root
+from bench.harness import (
     FileTimeout,
-    LineIndex,
-    Oracle,
-    OracleFailure,
-    Verdict,
-    _crash_detail,
     add_corpus_arguments,
-    discover,
-    make_mutant,
+    crash_detail,
     percentile,
-    stdlib_corpus,
-    stdlib_root,
     time_limit,
-    token_spans,
     with_progress,
 )
+from bench.mutants import make_mutant, token_spans
+from bench.oracle import Oracle, OracleFailure, Verdict
 from lexer.text import split_lines
 from quotient_parser import SourceDecodeError, decode_source
 from quotient_parser.quotient import Quotient, QuotientBuilder, QuotientState
@@ -449,7 +441,7 @@ class CutChecker:
                 index=self.index,
             )
         except Exception as exc:  # a crash of our code is a finding, never hidden
-            self.result.add("crash", _crash_detail(exc, self.activity), index=self.index)
+            self.result.add("crash", crash_detail(exc, self.activity), index=self.index)
         return self.result
 
     def _check(self, left: str, right: str, verdicts: Sequence[Verdict]) -> None:
@@ -811,7 +803,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     out = out or sys.stdout
-    oracle_path = shutil.which(args.oracle) or args.oracle
     try:
         if args.paths:
             files, corpus_name = discover(args.paths), " ".join(args.paths)
@@ -821,8 +812,8 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         print(f"error: no such file or directory: {exc}", file=sys.stderr)
         return 2
     try:
-        oracle = Oracle(oracle_path)
-    except (OSError, OracleFailure) as exc:
+        oracle = Oracle(args.oracle)
+    except (OSError, OracleFailure, ValueError, RuntimeError) as exc:
         print(f"error: cannot start oracle {args.oracle!r}: {exc}", file=sys.stderr)
         return 2
     kinds = CUT_KINDS if args.cuts == "both" else (args.cuts,)

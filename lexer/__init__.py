@@ -1,4 +1,4 @@
-"""Incremental, indentation-aware lexer for Python source (targets 3.8 .. 3.13).
+"""Incremental, indentation-aware lexer for Python source (targets 3.8 .. 3.15).
 
 Symbols are plain tuples ``(kind, text, start)`` (see ``docs/architecture.md``)::
 
@@ -40,21 +40,24 @@ final NEWLINE, DEDENTs and ENDMARKER).  Because a re-lex sees the pending
 text and the new chunk together, the guard of the emit branch is implicit,
 and the symbols and errors do not depend on how the text was chunked.
 
-Errors are raised as soon as the text can no longer be a prefix of
+Errors (:class:`LexError`, with a :class:`LexErrorCode` saying what went
+wrong) are raised as soon as the text can no longer be a prefix of
 lexically valid source for the target version, matching CPython's tokenizer
 and literal decoding: bad characters, number literals, escapes, unterminated
 strings, indentation (IndentationError and TabError), brackets, line
 continuations, NUL characters, CPython's nesting limits and, for targets
 before 3.12, the old restrictions on f-string expressions.  Blank lines and
 comments produce no symbols; ``\\r\\n`` and lone ``\\r`` are newlines as for
-``compile()``.  f-strings are tokenized as Python 3.12 does for every target.
+``compile()``.  f-strings are tokenized as Python 3.12 does for every target,
+and t-strings (3.14+) alike, with their own symbol kinds.
 
 Speed: one compiled-regex match per token on the bulk path, states are a few
 slots holding tuples and strings, and the pending text is the symbol in
 progress only (whitespace and comments are committed as soon as they end).
 """
 
-from .state import LexError, LexState, Symbol
+from .errors import LexError, LexErrorCode
+from .state import LexState, Symbol
 from .version import TargetVersion
 
-__all__ = ["LexError", "LexState", "Symbol", "TargetVersion"]
+__all__ = ["LexError", "LexErrorCode", "LexState", "Symbol", "TargetVersion"]

@@ -13,7 +13,7 @@ f-string stacks, which are tuples and strings so that contexts can be shared.
 
 from __future__ import annotations
 
-from ._scan import Fail, char_at, check_escapes, check_ident, scan_number
+from ._scan import Fail, char_at, check_escapes, check_ident, is_id_start, scan_number
 from ._tables import (
     BLANKS_RE,
     CLOSE_TO_OPEN,
@@ -21,6 +21,7 @@ from ._tables import (
     EXPR,
     EXTENDABLE,
     FSTRING_BODY_RE,
+    INTERPOLATED_KINDS,
     KEYWORD_KINDS,
     LITERAL,
     MAX_FSTRING_LEVEL,
@@ -34,12 +35,14 @@ from ._tables import (
     STRING_PREFIXES,
     TOKEN_RE,
 )
+from .errors import LexErrorCode as Code
 
 Symbol = tuple[str, str, int]
-#: An open f-string: (quote, raw, paren level at its start, open replacement
-#: fields, mode).  Fields nest only through format specs, so the brace of the
-#: k-th open field sits at ``parens[level + k]``.
-Frame = tuple[str, bool, int, int, int]
+#: An open f-string or t-string: (quote, raw, paren level at its start, open
+#: replacement fields, mode, symbol kinds of its start, middle and end).
+#: Fields nest only through format specs, so the brace of the k-th open field
+#: sits at ``parens[level + k]``.
+Frame = tuple[str, bool, int, int, int, tuple[str, str, str]]
 
 TAB_ERROR = "inconsistent use of tabs and spaces in indentation"
 EOF_ERROR = "unexpected EOF while parsing"
@@ -90,6 +93,7 @@ def lex(
     out: list[Symbol] = []
     append = out.append
     kinds = KEYWORD_KINDS[ver]
+    prefixes = STRING_PREFIXES[ver]
     tokmatch = TOKEN_RE.match
     simple_number = SIMPLE_NUMBER_RE.match
     i = 0
@@ -128,10 +132,12 @@ def lex(
                 break
             if e < n and (text[e] == "'" or text[e] == '"') and e - s <= 2:
                 prefix = text[s:e].lower()
-                kind = STRING_PREFIXES.get(prefix)
+                kind = prefixes.get(prefix)
                 if kind is not None:
-                    if kind == "FSTRING_START":
-                        r = _fstring_start(ver, text, s, e, n, eof, fst, parens, base, out, tail)
+                    if kind == "FSTRING_START" or kind == "TSTRING_START":
+                        r = _fstring_start(
+                            ver, kind, text, s, e, n, eof, fst, parens, base, out, tail
+                        )
                         if r is None:
                             i = s
                             break
@@ -157,11 +163,11 @@ def lex(
             op = text[s:e]
             if fst:
                 # Inside a replacement field (literal modes are handled above).
-                quote, raw, level, nf, _ = fst[-1]
-                if op[0] == ":" and len(parens) == level + nf:
+                frame = fst[-1]
+                if op[0] == ":" and len(parens) == frame[2] + frame[3]:
                     # A ':' directly in the field starts the format spec, even in ':='.
                     append((":", ":", base + s))
-                    fst = (*fst[:-1], (quote, raw, level, nf, SPEC))
+                    fst = (*fst[:-1], _moved(frame, frame[3], SPEC))
                     i = s + 1
                     continue
             if not eof:
@@ -174,37 +180,51 @@ def lex(
                     break
             if op == "!":
                 if not fst:
-                    raise Fail("invalid syntax: '!' outside an f-string replacement field", s)
-                if ver < 312 and len(parens) == fst[-1][2] + fst[-1][3]:
-                    if not _old_conversion(text, e, n, eof):
+                    raise Fail(
+                        "invalid syntax: '!' outside an f-string replacement field",
+                        s,
+                        Code.INVALID_CHARACTER,
+                    )
+                if len(parens) == fst[-1][2] + fst[-1][3]:
+                    # The conversion of a replacement field: its name must follow
+                    # the '!' at once (3.12+ checks this in the parser).
+                    ready = (
+                        _conversion(text, e, n, eof)
+                        if ver >= 312
+                        else _old_conversion(text, e, n, eof)
+                    )
+                    if not ready:
                         i = s
                         break
             if op in "([{":
                 if len(parens) >= MAX_PAREN_LEVEL:
-                    raise Fail("too many nested parentheses", s)
+                    raise Fail("too many nested parentheses", s, Code.TOO_MANY_BRACKETS, op)
                 parens += op
             elif op in ")]}":
                 if not parens:
-                    raise Fail(f"unmatched '{op}'", s)
+                    raise Fail(f"unmatched '{op}'", s, Code.UNMATCHED_BRACKET, op)
                 opening = parens[-1]
                 if opening != CLOSE_TO_OPEN[op]:
                     if fst and opening == "{" and len(parens) == fst[-1][2] + fst[-1][3]:
-                        raise Fail(f"f-string: unmatched '{op}'", s)
+                        raise Fail(f"f-string: unmatched '{op}'", s, Code.MISMATCHED_BRACKET, op)
                     raise Fail(
                         f"closing parenthesis '{op}' does not match opening parenthesis "
                         f"'{opening}'",
                         s,
+                        Code.MISMATCHED_BRACKET,
+                        op,
                     )
                 parens = parens[:-1]
                 if fst and op == "}":
-                    quote, raw, level, nf, _ = fst[-1]
-                    if len(parens) == level + nf - 1:
+                    frame = fst[-1]
+                    nf = frame[3]
+                    if len(parens) == frame[2] + nf - 1:
                         # The replacement field is closed.
                         nf -= 1
                         mode = LITERAL if nf == 0 else (SPEC2 if ver >= 313 else SPEC)
-                        fst = (*fst[:-1], (quote, raw, level, nf, mode))
+                        fst = (*fst[:-1], _moved(frame, nf, mode))
             elif op == "<>":
-                raise Fail("invalid syntax: '<>'", s)
+                raise Fail("invalid syntax: '<>'", s, Code.INVALID_CHARACTER)
             append((op, op, base + s))
             i = e
         elif g == "nl":
@@ -245,7 +265,7 @@ def lex(
         elif g == "com":
             s = m.start("com")
             if fst and ver < 312:
-                raise Fail("f-string expression part cannot include '#'", s)
+                raise Fail("f-string expression part cannot include '#'", s, Code.FSTRING_SYNTAX)
             e = m.end()
             if e >= n and eof != 2:
                 i = s  # the comment may go on
@@ -254,7 +274,9 @@ def lex(
         elif g == "bs":
             s = m.start("bs")
             if fst and ver < 312:
-                raise Fail("f-string expression part cannot include a backslash", s)
+                raise Fail(
+                    "f-string expression part cannot include a backslash", s, Code.FSTRING_SYNTAX
+                )
             e = _continuation(text, s, n, eof, ver)
             if e < 0:
                 i = s
@@ -267,8 +289,10 @@ def lex(
             s = m.start("bad")
             ch = text[s]
             if ch.isprintable():
-                raise Fail(f"invalid character '{ch}' (U+{ord(ch):04X})", s)
-            raise Fail(f"invalid non-printable character U+{ord(ch):04X}", s)
+                raise Fail(f"invalid character '{ch}' (U+{ord(ch):04X})", s, Code.INVALID_CHARACTER)
+            raise Fail(
+                f"invalid non-printable character U+{ord(ch):04X}", s, Code.INVALID_CHARACTER
+            )
     return Ctx(ind, parens, fst, atbol), i, out
 
 
@@ -318,12 +342,12 @@ def _indent(
     top_col, top_alt = ind[-1]
     if col == top_col:
         if alt != top_alt:
-            raise Fail(TAB_ERROR, j)
+            raise Fail(TAB_ERROR, j, Code.TAB_ERROR)
     elif col > top_col:
         if len(ind) >= MAX_INDENT:
-            raise Fail("too many levels of indentation", j)
+            raise Fail("too many levels of indentation", j, Code.TOO_MANY_INDENTS)
         if alt <= top_alt:
-            raise Fail(TAB_ERROR, j)
+            raise Fail(TAB_ERROR, j, Code.TAB_ERROR)
         ind = (*ind, (col, alt))
         out.append(("INDENT", "", base + j))
     else:
@@ -331,9 +355,9 @@ def _indent(
             ind = ind[:-1]
             out.append(("DEDENT", "", base + j))
         if col != ind[-1][0]:
-            raise Fail("unindent does not match any outer indentation level", j)
+            raise Fail("unindent does not match any outer indentation level", j, Code.BAD_DEDENT)
         if alt != ind[-1][1]:
-            raise Fail(TAB_ERROR, j)
+            raise Fail(TAB_ERROR, j, Code.TAB_ERROR)
     return ind
 
 
@@ -355,14 +379,16 @@ def _continuation(text: str, k: int, n: int, eof: int, ver: int) -> int:
     elif c == "\n":
         e = k + 2
     elif c == "":
-        raise Fail(EOF_ERROR, k)
+        raise Fail(EOF_ERROR, k, Code.BAD_CONTINUATION)
     else:
-        raise Fail("unexpected character after line continuation character", k)
+        raise Fail(
+            "unexpected character after line continuation character", k, Code.BAD_CONTINUATION
+        )
     c = char_at(text, e, n, eof)
     if c is None:
         return -1
     if c == "" and eof == 2 and not (ver < 312 and text.startswith("\r\n", e - 2)):
-        raise Fail(EOF_ERROR, k)
+        raise Fail(EOF_ERROR, k, Code.BAD_CONTINUATION)
     return e
 
 
@@ -510,12 +536,12 @@ def _string(text: str, s: int, q: int, n: int, eof: int, is_bytes: bool, raw: bo
         _check_body(text, s, b, n, is_bytes, raw, True)
         if eof == 2:
             if len(quote) == 3:
-                raise Fail("unterminated triple-quoted string literal", s)
-            raise Fail("unterminated string literal", s)
+                raise Fail("unterminated triple-quoted string literal", s, Code.UNTERMINATED_STRING)
+            raise Fail("unterminated string literal", s, Code.UNTERMINATED_STRING)
         return -1
     if text[j] != c:
         _check_body(text, s, b, j, is_bytes, raw, True)
-        raise Fail("unterminated string literal", s)
+        raise Fail("unterminated string literal", s, Code.UNTERMINATED_STRING)
     _check_body(text, s, b, j, is_bytes, raw, False)
     return j + len(quote)
 
@@ -537,11 +563,12 @@ def _check_body(
     if not raw and text.find("\\", b, e) >= 0:
         check_escapes(text, b, e, is_bytes, partial)
     if bad >= 0:
-        raise Fail("bytes can only contain ASCII literal characters", bad)
+        raise Fail("bytes can only contain ASCII literal characters", bad, Code.INVALID_STRING)
 
 
 def _fstring_start(
     ver: int,
+    kind: str,
     text: str,
     s: int,
     q: int,
@@ -553,7 +580,8 @@ def _fstring_start(
     out: list[Symbol],
     tail: str,
 ) -> tuple[tuple[Frame, ...], int] | None:
-    """Emit FSTRING_START (prefix at ``s``, quote at ``q``) and open a frame."""
+    """Emit FSTRING_START or TSTRING_START (``kind``; prefix at ``s``, quote at
+    ``q``) and open a frame."""
     c = text[q]
     c1 = char_at(text, q + 1, n, eof)
     if c1 is None:
@@ -568,12 +596,12 @@ def _fstring_start(
     e = q + len(quote)
     if ver >= 312:
         if len(fst) + 1 >= MAX_FSTRING_LEVEL:
-            raise Fail("too many nested f-strings", s)
+            raise Fail("too many nested f-strings", s, Code.TOO_DEEP_FSTRING)
     elif fst:
         _old_check(text, s, e, fst, tail)
     raw = "r" in text[s:q].lower()
-    out.append(("FSTRING_START", text[s:e], base + s))
-    return (*fst, (quote, raw, len(parens), 0, LITERAL)), e
+    out.append((kind, text[s:e], base + s))
+    return (*fst, (quote, raw, len(parens), 0, LITERAL, INTERPOLATED_KINDS[kind])), e
 
 
 def _fs_literal(
@@ -595,7 +623,8 @@ def _fs_literal(
     ``(i, fst, parens, stopped)``; ``stopped`` means more text is needed and
     the pending text starts at ``i``.
     """
-    quote, raw, level, nf, mode = fst[-1]
+    frame = fst[-1]
+    quote, raw, _, nf, mode, (_, middle_kind, end_kind) = frame
     match = FSTRING_BODY_RE[(quote, raw)].match
     s = j = i
 
@@ -610,7 +639,7 @@ def _fs_literal(
                 check_escapes(text, s, end, False, False)
             if ver < 312 and len(fst) > 1:
                 _old_check(text, s, end, fst[:-1], tail)
-            out.append(("FSTRING_MIDDLE", text[s:end], base + s))
+            out.append((middle_kind, text[s:end], base + s))
 
     while True:
         j = match(text, j).end()  # type: ignore[union-attr]
@@ -620,7 +649,7 @@ def _fs_literal(
                 return j, fst, parens, True
             partial(n)
             if eof == 2:
-                raise Fail(_unterminated_fstring(quote), j)
+                raise Fail(_unterminated_fstring(quote), j, Code.UNTERMINATED_STRING)
             return s, fst, parens, True
         c = text[j]
         if c == "{":
@@ -634,11 +663,11 @@ def _fs_literal(
                     continue
             middle(j)
             if len(parens) >= MAX_PAREN_LEVEL:
-                raise Fail("too many nested parentheses", j)
+                raise Fail("too many nested parentheses", j, Code.TOO_MANY_BRACKETS, "{")
             if nf >= (3 if ver >= 312 else 2):
-                raise Fail("f-string: expressions nested too deeply", j)
+                raise Fail("f-string: expressions nested too deeply", j, Code.TOO_DEEP_FSTRING)
             out.append(("{", "{", base + j))
-            return j + 1, (*fst[:-1], (quote, raw, level, nf + 1, EXPR)), parens + "{", False
+            return j + 1, (*fst[:-1], _moved(frame, nf + 1, EXPR)), parens + "{", False
         if c == "}":
             if mode == LITERAL:
                 if j + 1 >= n:
@@ -649,38 +678,43 @@ def _fs_literal(
                     j += 2
                     continue
                 partial(j + 1)
-                raise Fail("f-string: single '}' is not allowed", j)
+                raise Fail("f-string: single '}' is not allowed", j, Code.FSTRING_SYNTAX)
             middle(j)  # end of the format spec; '}' is lexed as an operator
-            return j, (*fst[:-1], (quote, raw, level, nf, EXPR)), parens, False
+            return j, (*fst[:-1], _moved(frame, nf, EXPR)), parens, False
         if c == "\\":
             # A backslash the body regex could not take: one at the very end,
             # or an unterminated \N{...} escape.
             partial(j)
             if j + 1 >= n:
                 if eof == 2:
-                    raise Fail(_unterminated_fstring(quote), j)
+                    raise Fail(_unterminated_fstring(quote), j, Code.UNTERMINATED_STRING)
                 return s, fst, parens, True
             k = j + 3
             while k < n and text[k] not in "{}\\'\"\r\n":
                 k += 1
             if k >= n and eof != 2:
                 return s, fst, parens, True
-            raise Fail("(unicode error) malformed \\N character escape", j)
+            raise Fail("(unicode error) malformed \\N character escape", j, Code.INVALID_STRING)
         if c == "\r" or c == "\n":  # only single-quoted f-strings stop here
             if mode == SPEC:
                 middle(j)  # a newline ends the format spec (3.12+)
-                return j, (*fst[:-1], (quote, raw, level, nf, EXPR)), parens, False
+                return j, (*fst[:-1], _moved(frame, nf, EXPR)), parens, False
             partial(j)
-            raise Fail(_unterminated_fstring(quote), j)
+            raise Fail(_unterminated_fstring(quote), j, Code.UNTERMINATED_STRING)
         # The closing quote(s).
         if nf:
-            raise Fail("f-string: expecting '}'", j)
+            raise Fail("f-string: expecting '}'", j, Code.FSTRING_SYNTAX)
         middle(j)
         e = j + len(quote)
         if ver < 312 and len(fst) > 1:
             _old_check(text, j, e, fst[:-1], tail)
-        out.append(("FSTRING_END", quote, base + j))
+        out.append((end_kind, quote, base + j))
         return e, fst[:-1], parens, False
+
+
+def _moved(frame: Frame, fields: int, mode: int) -> Frame:
+    """``frame`` with ``fields`` open replacement fields, in ``mode``."""
+    return (frame[0], frame[1], frame[2], fields, mode, frame[5])
 
 
 def _unterminated_fstring(quote: str) -> str:
@@ -704,19 +738,41 @@ def _old_check(text: str, s: int, e: int, frames: tuple[Frame, ...], tail: str) 
     span = text[s:e]
     k = span.find("\\")
     if k >= 0:
-        raise Fail("f-string expression part cannot include a backslash", s + k)
+        raise Fail(
+            "f-string expression part cannot include a backslash", s + k, Code.FSTRING_SYNTAX
+        )
     for frame in frames:
         quote = frame[0]
         if len(quote) == 1:
             k = span.find(quote)
             if k >= 0:
-                raise Fail("f-string: expecting '}'", s + k)
+                raise Fail("f-string: expecting '}'", s + k, Code.FSTRING_SYNTAX)
             if "\n" in span or "\r" in span:
-                raise Fail("unterminated string literal", s)
+                raise Fail("unterminated string literal", s, Code.UNTERMINATED_STRING)
         else:
             before = text[s - 2 : s] if s >= 2 else (tail + text[:s])[-2:]
             if quote in before + span:
-                raise Fail("f-string: expecting '}'", s)
+                raise Fail("f-string: expecting '}'", s, Code.FSTRING_SYNTAX)
+
+
+def _conversion(text: str, e: int, n: int, eof: int) -> bool:
+    """3.12+: the conversion's name starts right after the '!' at ``e - 1``.
+
+    CPython tokenizes ``!`` and the name apart and its parser then demands
+    that they touch (``f"{x! r}"`` is an error); a name can start with any
+    identifier character, so only that first character is checked here.
+    Returns False while it is unknown.
+    """
+    c = char_at(text, e, n, eof)
+    if c is None:
+        return False
+    if not is_id_start(c):
+        raise Fail(
+            "f-string: conversion type must come right after the exclamanation mark",
+            e,
+            Code.FSTRING_SYNTAX,
+        )
+    return True
 
 
 def _old_conversion(text: str, e: int, n: int, eof: int) -> bool:
@@ -728,10 +784,14 @@ def _old_conversion(text: str, e: int, n: int, eof: int) -> bool:
     if c is None:
         return False
     if c not in ("s", "r", "a"):
-        raise Fail("f-string: invalid conversion character: expected 's', 'r', or 'a'", e)
+        raise Fail(
+            "f-string: invalid conversion character: expected 's', 'r', or 'a'",
+            e,
+            Code.FSTRING_SYNTAX,
+        )
     c2 = char_at(text, e + 1, n, eof)
     if c2 is None:
         return False
     if c2 not in (":", "}"):
-        raise Fail("f-string: expecting '}'", e + 1)
+        raise Fail("f-string: expecting '}'", e + 1, Code.FSTRING_SYNTAX)
     return True

@@ -21,15 +21,18 @@ from ._tables import (
     OCT_RE,
     STR_ESCAPE_HINT_RE,
 )
+from .errors import LexErrorCode as Code
 
 
 class Fail(Exception):
-    """A lexical error at index ``at`` of the buffer being lexed."""
+    """A lexical error at index ``at`` of the buffer being lexed (see :class:`LexError`)."""
 
-    def __init__(self, msg: str, at: int) -> None:
+    def __init__(self, msg: str, at: int, code: Code, bracket: str | None = None) -> None:
         super().__init__(msg)
         self.msg = msg
         self.at = at
+        self.code = code
+        self.bracket = bracket
 
 
 def char_at(text: str, k: int, n: int, eof: int) -> str | None:
@@ -37,6 +40,11 @@ def char_at(text: str, k: int, n: int, eof: int) -> str | None:
     if k < n:
         return text[k]
     return "" if eof else None
+
+
+def is_id_start(c: str) -> bool:
+    """CPython's ``is_potential_identifier_start`` (every non-ASCII char is one)."""
+    return c >= "\x80" or c == "_" or (c.isalpha() and c.isascii())
 
 
 def is_id_char(c: str) -> bool:
@@ -95,7 +103,7 @@ def _verify_end(text: str, k: int, n: int, eof: int, ver: int, kind: str) -> boo
     if r is None:
         return None
     if not r and is_id_char(c) and (c < "\x80" or ver == 310):
-        raise Fail(f"invalid {kind} literal", k)
+        raise Fail(f"invalid {kind} literal", k, Code.INVALID_NUMBER)
     return True
 
 
@@ -107,7 +115,7 @@ def _underscore(text: str, k: int, n: int, eof: int) -> int:
     """A ``_`` at ``k`` not followed by a digit: an error once the next char is known."""
     if char_at(text, k + 1, n, eof) is None:
         return -1
-    raise Fail("invalid decimal literal", k)
+    raise Fail("invalid decimal literal", k, Code.INVALID_NUMBER)
 
 
 def scan_number(text: str, i: int, n: int, eof: int, ver: int) -> int:
@@ -149,6 +157,7 @@ def scan_number(text: str, i: int, n: int, eof: int, ver: int) -> int:
             "leading zeros in decimal integer literals are not permitted; "
             "use an 0o prefix for octal integers",
             i,
+            Code.INVALID_NUMBER,
         )
     return _end(text, e, n, eof, ver, "decimal")
 
@@ -183,7 +192,7 @@ def _exponent(text: str, k: int, n: int, eof: int, ver: int) -> int:
         if c2 is None:
             return -1
         if not ("0" <= c2 <= "9"):
-            raise Fail("invalid decimal literal", k + 2)
+            raise Fail("invalid decimal literal", k + 2, Code.INVALID_NUMBER)
         d = k + 2
     elif "0" <= c <= "9":
         d = k + 1
@@ -226,8 +235,8 @@ def _radix(text: str, k: int, n: int, eof: int, ver: int, kind: str) -> int:
     elif m is not None and not (c and c in bad):
         return _end(text, e, n, eof, ver, kind)
     if c and c in bad:
-        raise Fail(f"invalid digit '{c}' in {kind} literal", e)
-    raise Fail(f"invalid {kind} literal", e)
+        raise Fail(f"invalid digit '{c}' in {kind} literal", e, Code.INVALID_NUMBER)
+    raise Fail(f"invalid {kind} literal", e, Code.INVALID_NUMBER)
 
 
 # -- strings ------------------------------------------------------------------
@@ -274,10 +283,11 @@ def check_escapes(text: str, a: int, b: int, is_bytes: bool, partial: bool) -> N
             if partial and k + 2 + good == b:
                 return
             if is_bytes:
-                raise Fail("(value error) invalid \\x escape", k)
-            raise Fail(f"(unicode error) truncated \\{c}{'X' * count} escape", k)
+                raise Fail("(value error) invalid \\x escape", k, Code.INVALID_STRING)
+            message = f"(unicode error) truncated \\{c}{'X' * count} escape"
+            raise Fail(message, k, Code.INVALID_STRING)
         if c == "U" and int(digits, 16) > 0x10FFFF:
-            raise Fail("(unicode error) illegal Unicode character", k)
+            raise Fail("(unicode error) illegal Unicode character", k, Code.INVALID_STRING)
 
 
 def _check_named(text: str, k: int, b: int, partial: bool) -> bool:
@@ -288,23 +298,23 @@ def _check_named(text: str, k: int, b: int, partial: bool) -> bool:
     if k + 2 >= b:
         if partial:
             return False
-        raise Fail("(unicode error) malformed \\N character escape", k)
+        raise Fail("(unicode error) malformed \\N character escape", k, Code.INVALID_STRING)
     if text[k + 2] != "{":
-        raise Fail("(unicode error) malformed \\N character escape", k)
+        raise Fail("(unicode error) malformed \\N character escape", k, Code.INVALID_STRING)
     close = text.find("}", k + 3, b)
     if close < 0:
         if partial:
             return False
-        raise Fail("(unicode error) malformed \\N character escape", k)
+        raise Fail("(unicode error) malformed \\N character escape", k, Code.INVALID_STRING)
     name = text[k + 3 : close]
     if not name:
-        raise Fail("(unicode error) malformed \\N character escape", k)
+        raise Fail("(unicode error) malformed \\N character escape", k, Code.INVALID_STRING)
     try:
         ch = unicodedata.lookup(name)
     except KeyError:
         ch = ""
     if len(ch) != 1:  # unknown, or a named sequence (not allowed in \N{})
-        raise Fail("(unicode error) unknown Unicode character name", k)
+        raise Fail("(unicode error) unknown Unicode character name", k, Code.INVALID_STRING)
     return True
 
 
@@ -324,5 +334,6 @@ def check_ident(text: str, s: int, e: int) -> None:
             break
     ch = word[k]
     if ch.isprintable():
-        raise Fail(f"invalid character '{ch}' (U+{ord(ch):04X})", s + k)
-    raise Fail(f"invalid non-printable character U+{ord(ch):04X}", s + k)
+        raise Fail(f"invalid character '{ch}' (U+{ord(ch):04X})", s + k, Code.INVALID_CHARACTER)
+    message = f"invalid non-printable character U+{ord(ch):04X}"
+    raise Fail(message, s + k, Code.INVALID_CHARACTER)

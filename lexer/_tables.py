@@ -60,9 +60,10 @@ EXTENDABLE = frozenset(
 OPEN_BRACKETS = "([{"
 CLOSE_TO_OPEN = {")": "(", "]": "[", "}": "{"}
 
-# String prefixes (lower-cased) and what the literal becomes.  A prefix of a
-# prefix maps to every kind it may still become (used by pending_kinds()).
-STRING_PREFIXES = {
+# String prefixes (lower-cased) and what the literal becomes, per target:
+# template strings (PEP 750) from 3.14.  Any other letters before a quote are
+# a NAME followed by a plain string, as in CPython (``bt'x'``, ``ft'x'``).
+_PREFIXES = {
     "": "STRING",
     "r": "STRING",
     "u": "STRING",
@@ -73,9 +74,25 @@ STRING_PREFIXES = {
     "fr": "FSTRING_START",
     "rf": "FSTRING_START",
 }
-PREFIX_KINDS: dict[str, frozenset[str]] = {
-    p: frozenset(k for q, k in STRING_PREFIXES.items() if q.startswith(p)) for p in STRING_PREFIXES
+_T_PREFIXES = {"t": "TSTRING_START", "tr": "TSTRING_START", "rt": "TSTRING_START"}
+
+STRING_PREFIXES: dict[int, dict[str, str]] = {
+    v: {**_PREFIXES, **(_T_PREFIXES if v >= 314 else {})}
+    for v in range(MIN_VERSION, MAX_VERSION + 1)
 }
+
+#: A prefix of a prefix maps to every kind it may still become (used by
+#: ``pending_kinds()``), per target.
+PREFIX_KINDS: dict[int, dict[str, frozenset[str]]] = {
+    v: {p: frozenset(k for q, k in table.items() if q.startswith(p)) for p in table}
+    for v, table in STRING_PREFIXES.items()
+}
+
+#: The symbol kinds of an interpolated string's pieces (start, middle, end):
+#: f-strings (PEP 701) and t-strings (PEP 750) are tokenized alike.
+FSTRING_KINDS = ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END")
+TSTRING_KINDS = ("TSTRING_START", "TSTRING_MIDDLE", "TSTRING_END")
+INTERPOLATED_KINDS = {kinds[0]: kinds for kinds in (FSTRING_KINDS, TSTRING_KINDS)}
 
 # f-string frame modes.
 LITERAL = 0  # literal text between replacement fields

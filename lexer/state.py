@@ -12,35 +12,14 @@ from ._tables import (
     PREFIX_KINDS,
     STRING_PREFIXES,
 )
+from .errors import LexError
+from .errors import LexErrorCode as Code
 from .text import count_line_ends, last_line_start
 from .version import NEWEST, TargetLike, TargetVersion
 
 __all__ = ["LexError", "LexState", "Symbol"]
 
 _FORBIDDEN_RE = re.compile("[\x00\ud800-\udfff]")
-
-
-class LexError(Exception):
-    """The text can no longer be a prefix of lexically valid Python source.
-
-    ``offset`` is the absolute character offset of the problem in all the
-    text fed since :meth:`LexState.initial`; ``line`` and ``column`` (both
-    1-based, the column counted in characters) locate it too.
-    """
-
-    def __init__(
-        self, message: str, offset: int, line: int | None = None, column: int | None = None
-    ) -> None:
-        super().__init__(message, offset)
-        self.message = message
-        self.offset = offset
-        self.line = line
-        self.column = column
-
-    def __str__(self) -> str:
-        if self.line is None:
-            return f"{self.message} (offset {self.offset})"
-        return f"{self.message} (line {self.line}, column {self.column}, offset {self.offset})"
 
 
 class LexState:
@@ -132,10 +111,11 @@ class LexState:
 
     @property
     def enclosures(self) -> tuple[str, ...]:
-        """Open brackets and f-strings as one stack, outermost first.
+        """Open brackets, f-strings and t-strings as one stack, outermost first.
 
         A bracket is its character (a replacement field's brace included), an
-        f-string its quote after ``f``: ``f"{(`` gives ``('f"', '{', '(')``.
+        f-string its quote after ``f`` (a t-string after ``t``): ``f"{(`` gives
+        ``('f"', '{', '(')``.
         """
         ctx = self._ctx
         if not ctx.fst:
@@ -145,7 +125,8 @@ class LexState:
         k = 0
         for level in range(len(ctx.parens) + 1):
             while k < len(frames) and frames[k][2] == level:
-                out.append("f" + frames[k][0])
+                frame = frames[k]
+                out.append(frame[5][0][0].lower() + frame[0])  # FSTRING_START: 'f'
                 k += 1
             if level < len(ctx.parens):
                 out.append(ctx.parens[level])
@@ -202,11 +183,12 @@ class LexState:
         fst = ctx.fst
         if fst and fst[-1][4] != EXPR:
             quote = fst[-1][0]
+            _, middle, end = fst[-1][5]
             if p == "{":
-                return _FS_BRACE
+                return frozenset((middle, "{"))
             if len(quote) == 3 and p in (quote[0], quote[:2]):
-                return _FS_QUOTE
-            return _FS_MIDDLE
+                return frozenset((middle, end))
+            return frozenset((middle,))
         c = p[0]
         if c in "#\\ \t\f":
             return None
@@ -222,7 +204,7 @@ class LexState:
                 k += 1
             word = p[:k]
             if k < len(p):  # a quote follows: a prefixed literal
-                return frozenset((STRING_PREFIXES[word.lower()],))
+                return frozenset((STRING_PREFIXES[self._ver][word.lower()],))
             return _name_kinds(self._ver, word)
         return _op_kinds(p, bool(fst))
 
@@ -250,8 +232,10 @@ class LexState:
             except Fail as fail:
                 raise self._error(buf, fail) from None
             if text[bad.start()] == "\x00":
-                raise self._error(buf, Fail("source code cannot contain null bytes", at))
-            raise self._error(buf, Fail("surrogate characters are not allowed", at))
+                message = "source code cannot contain null bytes"
+            else:
+                message = "surrogate characters are not allowed"
+            raise self._error(buf, Fail(message, at, Code.INVALID_CHARACTER))
         try:
             ctx, k, symbols = lex(self._ver, self._ctx, buf, self._pos, 0, self._tail)
         except Fail as fail:
@@ -294,9 +278,12 @@ class LexState:
         n = len(buf)
         end = self._pos + n
         if ctx.fst:
-            raise self._error(buf, Fail("unterminated f-string: expecting '}'", n))
+            message = "unterminated f-string: expecting '}'"
+            raise self._error(buf, Fail(message, n, Code.UNTERMINATED_STRING))
         if ctx.parens:
-            raise self._error(buf, Fail(f"'{ctx.parens[-1]}' was never closed", n))
+            opener = ctx.parens[-1]
+            message = f"'{opener}' was never closed"
+            raise self._error(buf, Fail(message, n, Code.UNCLOSED_BRACKET, opener))
         if not ctx.atbol:
             symbols.append(("NEWLINE", "", end))
         symbols.extend(("DEDENT", "", end) for _ in range(len(ctx.ind) - 1))
@@ -333,12 +320,11 @@ class LexState:
         else:
             line = self._line
             column = self._pos + at - self._lstart + 1
-        return LexError(fail.msg, self._pos + at, line, column)
+        return LexError(
+            fail.msg, self._pos + at, line, column, code=fail.code, bracket=fail.bracket
+        )
 
 
-_FS_BRACE = frozenset(("FSTRING_MIDDLE", "{"))
-_FS_QUOTE = frozenset(("FSTRING_MIDDLE", "FSTRING_END"))
-_FS_MIDDLE = frozenset(("FSTRING_MIDDLE",))
 _NEWLINE = frozenset(("NEWLINE",))
 _NUMBER = frozenset(("NUMBER",))
 _STRING = frozenset(("STRING",))
@@ -354,7 +340,7 @@ def _name_kinds(ver: int, word: str) -> frozenset[str]:
     if kinds is None:
         found = {"NAME"}
         found.update(k for k in KEYWORD_KINDS[ver] if k.startswith(word))
-        found.update(PREFIX_KINDS.get(word.lower(), ()))
+        found.update(PREFIX_KINDS[ver].get(word.lower(), ()))
         kinds = frozenset(found)
         if len(_name_cache) < 4096:
             _name_cache[key] = kinds

@@ -62,6 +62,6 @@ class TargetVersion(NamedTuple):
 TargetLike = TargetVersion | str | Sequence[int]
 
 #: Every supported target, oldest first.
-SUPPORTED: tuple[TargetVersion, ...] = tuple(TargetVersion(3, minor) for minor in range(8, 14))
+SUPPORTED: tuple[TargetVersion, ...] = tuple(TargetVersion(3, minor) for minor in range(8, 16))
 OLDEST = SUPPORTED[0]
 NEWEST = SUPPORTED[-1]

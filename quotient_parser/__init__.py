@@ -18,15 +18,18 @@ states can be alive at once.  See ``docs/architecture.md`` for the design.
 from lexer.version import TargetVersion
 
 from .grammar_tools import Grammar, GrammarError, load_grammar
+from .newer_syntax import NewerSyntax, find_newer_syntax
 from .recognizer import Recognizer, RecognizerState, SourceDecodeError, decode_source
 
 __all__ = [
     "Grammar",
     "GrammarError",
+    "NewerSyntax",
     "Recognizer",
     "RecognizerState",
     "SourceDecodeError",
     "TargetVersion",
     "decode_source",
+    "find_newer_syntax",
     "load_grammar",
 ]

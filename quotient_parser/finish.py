@@ -57,7 +57,7 @@ from lexer.text import INDENT_CHARS, indentation, indentation_column, last_line
 from .chart_distance import chart_distances
 from .earley import Chart
 from .recognizer import SymbolClassifier
-from .suffix import STRING_HEADS, StartMode, lex_in_mode, start_modes_that_end
+from .suffix import StartMode, lex_in_mode, start_modes_that_end, string_heads
 from .yields import INFINITE, YieldTables, yield_tables
 
 if TYPE_CHECKING:
@@ -229,7 +229,8 @@ def string_view(
     if not start_modes_that_end(text, version, (head,)):
         return None
     ids = tables.grammar.terminal_ids
-    names = ("FSTRING_START",) if "f" in head else ("STRING", "BYTES")
+    letter = head.lstrip("r")[:1]  # f, t, or a quote
+    names = (letter.upper() + "STRING_START",) if letter.isalpha() else ("STRING", "BYTES")
     members = tuple(ids[n] for n in names if n in ids)
     return RightView("string", len(head), ((members, 0),), False, None, None, head)
 
@@ -254,7 +255,8 @@ def open_string_head(pending: str) -> tuple[str, str] | None:
     while k < len(pending) and pending[k].isalpha():
         k += 1
     prefix = pending[:k].lower()
-    if k >= len(pending) or pending[k] not in "'\"" or "f" in prefix or len(prefix) > 2:
+    interpolated = "f" in prefix or "t" in prefix
+    if k >= len(pending) or pending[k] not in "'\"" or interpolated or len(prefix) > 2:
         return None
     quote = pending[k : k + 3] if pending[k : k + 3] in ("'''", '"""') else pending[k]
     body = pending[k + len(quote) :]
@@ -279,6 +281,8 @@ class FinishAnalysis:
         )
         self._indent = self.tables.grammar.terminal_ids.get("INDENT")
         self._string_views: dict[str, RightView | None] = {}
+        version = recognizer.version
+        self._string_heads = string_heads((version.major, version.minor))
 
     #: The distance of a state from which no finish exists.
     unreachable = INFINITE
@@ -446,7 +450,7 @@ class FinishAnalysis:
             best_light = min(best_light, entry + need)
         # R may also begin inside a string literal that w opens; such a view can only
         # matter where it costs less than the others, so it is checked only then.
-        for head in STRING_HEADS:
+        for head in self._string_heads:
             entry = len(head) + (1 if in_comment else 0)
             if entry >= best_light:
                 break

@@ -121,7 +121,8 @@ def _string_open(lex: LexState) -> bool:
     k = 0
     while k < len(pending) and pending[k].isalpha():
         k += 1
-    if k >= len(pending) or pending[k] not in "'\"" or "f" in pending[:k].lower():
+    interpolated = set(pending[:k].lower()) & {"f", "t"}
+    if k >= len(pending) or pending[k] not in "'\"" or interpolated:
         return False
     return lex.emit_pending() is None
 

@@ -76,14 +76,20 @@ def decode_source(data: bytes) -> str:
     return text
 
 
+#: Terminals derived from a NAME's text: a NAME other than the given word.
+NAME_EXCEPT: dict[str, str] = {"NONWILD_NAME": "_", "NONFUTURE_NAME": "__future__"}
+
+
 class SymbolClassifier:
     """Maps lexer symbols to the terminal (or scan-class) ids of one automaton.
 
     One symbol may stand for several grammar terminals at once: a soft keyword
     is also a NAME; a NAME other than ``_`` is also ``NONWILD_NAME`` (pattern
-    captures and value patterns may not use the wildcard); a NUMBER is also
-    ``REAL_NUMBER`` or ``IMAG_NUMBER`` (complex literal patterns need a real
-    part then an imaginary part).  Such a symbol scans as a class of terminals.
+    captures and value patterns may not use the wildcard), one other than
+    ``__future__`` also ``NONFUTURE_NAME`` (the module of ``lazy from``); a
+    NUMBER is also ``REAL_NUMBER`` or ``IMAG_NUMBER`` (complex literal
+    patterns need a real part then an imaginary part).  Such a symbol scans
+    as a class of terminals.
     """
 
     def __init__(self, grammar: Grammar, automaton: Automaton):
@@ -92,14 +98,17 @@ class SymbolClassifier:
         scan_class = automaton.scan_class
         self.kind_ids: dict[str, int] = {k: v for k, v in ids.items() if k not in soft}
         name = ids["NAME"]
-        nonwild = ids.get("NONWILD_NAME")
-        plain_name = (name,) if nonwild is None else (name, nonwild)
-        self.name_default = scan_class(plain_name)
+        excepted = {ids[t]: word for t, word in NAME_EXCEPT.items() if t in ids}
+
+        def name_class(word: str | None) -> int:
+            terminals = [name, *(t for t, w in excepted.items() if w != word)]
+            if word in soft:
+                terminals.append(ids[word])
+            return scan_class(tuple(terminals))
+
+        self.name_default = name_class(None)
         self.name_by_text: dict[str, int] = {
-            word: scan_class(
-                (name, ids[word]) if word == "_" or nonwild is None else (*plain_name, ids[word])
-            )
-            for word in soft
+            word: name_class(word) for word in {*soft, *excepted.values()}
         }
         number = ids.get("NUMBER")
         real, imag = ids.get("REAL_NUMBER"), ids.get("IMAG_NUMBER")
@@ -107,11 +116,12 @@ class SymbolClassifier:
         if number is not None:
             self.real_number = scan_class((number,) if real is None else (number, real))
             self.imag_number = scan_class((number,) if imag is None else (number, imag))
-        #: Terminals a pending symbol of each kind may still turn into.
+        #: Terminals a pending symbol of each kind may still turn into (a
+        #: pending name can still grow into one that is not an excepted word).
         self.kind_terminals: dict[str, frozenset[int]] = {
             kind: frozenset((terminal,)) for kind, terminal in self.kind_ids.items()
         }
-        self.kind_terminals["NAME"] = frozenset(plain_name)
+        self.kind_terminals["NAME"] = frozenset((name, *excepted))
         self.kind_terminals["NUMBER"] = frozenset(t for t in (number, real, imag) if t is not None)
         self.soft_terminals: dict[str, int] = {word: ids[word] for word in soft}
 

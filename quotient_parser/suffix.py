@@ -14,7 +14,8 @@ so R is lexed under each *start mode*:
 * inside a comment (R's first line is comment text),
 * at a symbol boundary, mid-line or at the start of a line,
 * after a line continuation, when R begins with a line break,
-* inside each kind of string literal (quote, triple quote, raw, f-string),
+* inside each kind of string literal (quote, triple quote, raw, f-string,
+  t-string from 3.14),
 
 with the bracket depth and indentation that R needs: an unmatched closing
 bracket in R means ``u`` opened it, a dedent to an unknown column means ``u``
@@ -31,7 +32,8 @@ import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from lexer import LexError, LexState
+from lexer import LexError, LexErrorCode, LexState
+from lexer._tables import MAX_INDENT, MAX_PAREN_LEVEL
 from lexer.text import indentation
 
 from .earley import Automaton, Chart
@@ -39,21 +41,24 @@ from .grammar_tools import Grammar, load_grammar
 from .recognizer import SymbolClassifier
 
 __all__ = [
-    "STRING_HEADS",
     "StartMode",
     "lex_in_mode",
     "right_context_can_end_module",
     "start_modes_that_end",
+    "string_heads",
 ]
 
 _OPENERS = {")": "(", "]": "[", "}": "{"}
-#: Bounds on the repairs tried for one start mode (each repair re-lexes R).
-_MAX_REPAIRS = 64
+#: Bounds on the repairs tried for one start mode (each repair re-lexes R):
+#: as many brackets as CPython can hold open and as many indentation levels.
+_MAX_REPAIRS = MAX_PAREN_LEVEL + MAX_INDENT
 _MAX_EXTRA_DEDENTS = 3
 
-_STRING_HEADS = tuple(
-    prefix + quote for quote in ("'''", '"""', "'", '"') for prefix in ("", "r", "f", "rf")
-)
+
+def _string_heads(version: tuple[int, int]) -> tuple[str, ...]:
+    """The openings of the strings R may start inside (t-strings from 3.14)."""
+    prefixes = ("", "r", "f", "rf", *(("t", "rt") if version >= (3, 14) else ()))
+    return tuple(prefix + quote for quote in ("'''", '"""', "'", '"') for prefix in prefixes)
 
 
 @functools.cache
@@ -126,20 +131,20 @@ def _lex(attempt: _Attempt, text: str, version: tuple[int, int]) -> list[tuple[s
             symbols.extend(state.finish())
         except LexError as exc:
             where = exc.offset - len(prefix)
-            message = exc.message
-            if message.startswith("unmatched '") and where >= 0:
-                closer = message[len("unmatched '")]
-                if closer in _OPENERS and len(attempt.openers) < 190:
+            if exc.code is LexErrorCode.UNMATCHED_BRACKET and where >= 0:
+                # Open it in the prefix, while CPython's nesting limit allows one more.
+                closer = exc.bracket
+                if closer in _OPENERS and len(attempt.openers) + 1 < MAX_PAREN_LEVEL:
                     attempt.openers = _OPENERS[closer] + attempt.openers
                     continue
-            if message.startswith("unindent does not match") and where >= 0:
+            if exc.code is LexErrorCode.BAD_DEDENT and where >= 0:
                 line_start = max(text.rfind("\n", 0, where), text.rfind("\r", 0, where)) + 1
                 if attempt.add_level(indentation(text[line_start:])):
                     continue
             raise
         start = len(prefix)
         return [s for s in symbols if s[2] >= start]
-    raise LexError("too many repairs", 0)
+    raise LexError("too many repairs", 0, code=LexErrorCode.TOO_MANY_BRACKETS)
 
 
 def _first_logical_line_indent(
@@ -210,7 +215,7 @@ def right_context_can_end_module(text: str, version: tuple[int, int]) -> bool:
     _RECENT_PARSES.append(keep)
     return any(
         _mode_can_end(text, version, head, at_line_start, keep) is not None
-        for head, at_line_start in _start_modes(text)
+        for head, at_line_start in _start_modes(text, version)
     )
 
 
@@ -220,7 +225,8 @@ class StartMode:
 
     ``head`` is what ``u`` ends with: ``""`` (a symbol boundary), ``"#"`` (a
     comment), a backslash, or the opening of a string literal (a quote or a
-    triple quote, maybe after ``r``, ``f`` or ``rf``).  ``openers``: the
+    triple quote, maybe after ``r``, ``f``, ``rf``, and from 3.14 ``t`` or
+    ``rt``).  ``openers``: the
     brackets R closes, outermost first; ``symbols``: R's symbols with
     offsets in R (the indentation R's lines get may differ with ``u``).
     """
@@ -240,7 +246,7 @@ def start_modes_that_end(
     _RECENT_PARSES.append(keep)
     modes: list[StartMode] = []
     wanted = None if heads is None else set(heads)
-    for head, at_line_start in _start_modes(text):
+    for head, at_line_start in _start_modes(text, version):
         if wanted is not None and head not in wanted:
             continue
         found = _mode_can_end(text, version, head, at_line_start, keep)
@@ -269,15 +275,16 @@ def _relative(
     return tuple((kind, value, start - base) for kind, value, start in symbols)
 
 
-#: The heads of string-literal start modes, shortest first.
-STRING_HEADS = tuple(sorted(_STRING_HEADS, key=len))
+def string_heads(version: tuple[int, int]) -> tuple[str, ...]:
+    """The heads of string-literal start modes for ``version``, shortest first."""
+    return tuple(sorted(_string_heads(version), key=len))
 
 
-def _start_modes(text: str) -> list[tuple[str, bool]]:
+def _start_modes(text: str, version: tuple[int, int]) -> list[tuple[str, bool]]:
     heads: list[tuple[str, bool]] = [("#", False), ("", False), ("", True)]
     if text[:1] in ("\r", "\n"):
         heads.append(("\\", False))
-    heads.extend((head, False) for head in _STRING_HEADS)
+    heads.extend((head, False) for head in _string_heads(version))
     return heads
 
 

@@ -140,9 +140,14 @@ class _Moves:
         tables = analysis.tables
         grammar = tables.grammar
         names = grammar.symbol_names
-        layout = {"INDENT", "DEDENT", "ENDMARKER", "FSTRING_MIDDLE", "FSTRING_END"}
+        # layout comes with line starts, literal text only in an f-string's literal mode
+        layout = {"INDENT", "DEDENT", "ENDMARKER"}
         self.text_of: dict[int, str] = {
-            t: text for t, text in enumerate(tables.text) if text and names[t] not in layout
+            t: text
+            for t, text in enumerate(tables.text)
+            if text
+            and names[t] not in layout
+            and not names[t].endswith(("STRING_MIDDLE", "STRING_END"))
         }
         operators = [n for n in names[: grammar.n_terminals] if not n.isidentifier()]
         self.operator_pairs = frozenset(op[:2] for op in operators if len(op) >= 2)
@@ -262,7 +267,7 @@ class _Moves:
 
 
 _NAME_ONLY = frozenset({"NAME"})
-_LITERAL_KINDS = frozenset({"STRING", "BYTES", "FSTRING_START"})
+_LITERAL_KINDS = frozenset({"STRING", "BYTES", "FSTRING_START", "TSTRING_START"})
 
 
 def _whitespace(column: int, alt: int) -> str | None:

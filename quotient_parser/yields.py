@@ -31,37 +31,49 @@ from __future__ import annotations
 from .earley import Automaton
 from .grammar_tools import Grammar
 
-__all__ = ["INFINITE", "SHORTEST_TEXTS", "YieldTables", "yield_tables"]
+__all__ = ["INFINITE", "SHORTEST_TEXTS", "YieldTables", "shortest_text", "yield_tables"]
 
 #: Cost of what cannot be done.
 INFINITE = 1 << 30
 
-#: The shortest text of each token kind that has no text of its own.  Kinds
-#: not listed here and not spelled like a keyword or operator (a kind added to
-#: the grammar later) cost nothing and are never inserted by a witness search.
+#: The shortest text of each token kind that has no text of its own.
 SHORTEST_TEXTS: dict[str, str] = {
     "NAME": "x",
-    "NONWILD_NAME": "x",
     "NUMBER": "0",
-    "REAL_NUMBER": "0",
     "IMAG_NUMBER": "0j",
     "STRING": "''",
     "BYTES": "b''",
-    "FSTRING_START": "f'",
-    "FSTRING_MIDDLE": "x",
-    "FSTRING_END": "'",
     "NEWLINE": "\n",
     "INDENT": " ",
     "DEDENT": "",
     "ENDMARKER": "",
 }
 
-#: Kinds whose text ends with a letter or digit that the next word would join.
-_WORD_END_KINDS = frozenset({"NAME", "NONWILD_NAME"})
-#: Kinds whose text starts with a letter or digit that joins a word before it.
-_WORD_START_KINDS = frozenset(
-    {"NAME", "NONWILD_NAME", "NUMBER", "REAL_NUMBER", "IMAG_NUMBER", "BYTES", "FSTRING_START"}
-)
+
+def shortest_text(kind: str) -> tuple[str, bool, bool] | None:
+    """(shortest text, starts with a word character, ends with one) of a token kind,
+    or None for a kind unknown here (it then costs nothing and is never inserted).
+
+    Kinds derived from another by their text follow its name: ``NONWILD_NAME``
+    and ``NONFUTURE_NAME`` are names, ``REAL_NUMBER`` a number, and an
+    interpolated string's ``FSTRING_START`` (``TSTRING_START``, ...) opens with
+    its prefix letter, its ``*_MIDDLE`` is literal text, its ``*_END`` a quote.
+    """
+    if kind in SHORTEST_TEXTS:
+        text = SHORTEST_TEXTS[kind]
+        return text, text[:1].isalnum(), kind == "NAME"
+    if kind.endswith("_NAME"):
+        return "x", True, True
+    if kind.endswith("_NUMBER"):
+        return "0", True, False
+    if kind.endswith("STRING_START") and len(kind) > len("STRING_START"):
+        return kind[0].lower() + "'", True, False
+    if kind.endswith("STRING_MIDDLE"):
+        return "x", False, False
+    if kind.endswith("STRING_END"):
+        return "'", False, False
+    return None
+
 
 # A summary is (empty, cost[first word?][last word?]) flattened:
 # (empty, c00, c01, c10, c11) with c_fl for non-empty yields.
@@ -150,11 +162,10 @@ class YieldTables:
         summaries: list[Summary] = [_NOTHING] * n_symbols
         for t in range(n_terminals):
             name = names[t]
-            if name in SHORTEST_TEXTS:
-                text: str | None = SHORTEST_TEXTS[name]
-                start, end = name in _WORD_START_KINDS, name in _WORD_END_KINDS
-            elif name.isupper() and name.replace("_", "").isalpha():
-                text, start, end = None, False, False  # a token kind unknown here
+            text: str | None
+            if name.isupper() and name.replace("_", "").isalpha():
+                known = shortest_text(name)
+                text, start, end = known if known is not None else (None, False, False)
             else:
                 text = name  # a keyword, soft keyword or operator is its own text
                 start = end = name.isidentifier()

@@ -39,6 +39,8 @@ def _user_vocab_dirs() -> list[Path]:
 
 
 USER_VOCAB_DIRS = _user_vocab_dirs()
+#: The environment before the session redirects the cache, for fetching into the user's own.
+USER_ENV = dict(os.environ)
 
 
 def optional_vocab(name: str) -> Path:

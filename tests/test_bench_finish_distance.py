@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from bench.corpus import stdlib_root
 from bench.finish_distance import main, pieces
-from bench.grammar_coverage import stdlib_root
 from quotient_parser.finish import FinishAnalysis
 
 

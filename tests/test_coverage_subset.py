@@ -18,19 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.grammar_coverage import (
-    Config,
-    CorpusFile,
-    Disagreement,
-    LineIndex,
-    Oracle,
-    Report,
-    check_files,
-    make_mutants,
-    percentile,
-    select_evenly,
-    stdlib_root,
-)
+from bench.corpus import CorpusFile, LineIndex, select_evenly, stdlib_root
+from bench.grammar_coverage import Config, Disagreement, Report, check_files
+from bench.harness import percentile
+from bench.mutants import make_mutants
+from bench.oracle import Oracle
 
 SUBSET = [
     "abc.py",

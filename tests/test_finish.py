@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.grammar_coverage import stdlib_root
+from bench.corpus import stdlib_root
 from bench.quotient_check import Source, boundary_cut, randspan_cut
 from quotient_parser import Recognizer
 from quotient_parser.finish import INFINITE

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from lexer.version import SUPPORTED
 from quotient_parser.grammar_tools import GRAMMAR_PATH, load_grammar
 
-VERSIONS = [(3, minor) for minor in range(8, 14)]
+VERSIONS = [(v.major, v.minor) for v in SUPPORTED]
 
 
 @pytest.mark.parametrize("version", VERSIONS, ids=lambda v: f"{v[0]}.{v[1]}")
@@ -18,6 +19,8 @@ def test_grammar_loads_for_every_target(version: tuple[int, int]) -> None:
     for kind in ("NAME", "NUMBER", "STRING", "NEWLINE", "INDENT", "DEDENT", "ENDMARKER"):
         assert kind in grammar.terminal_ids
     assert ("match" in grammar.soft_keywords) == (version >= (3, 10))
+    assert ("TSTRING_START" in grammar.terminal_ids) == (version >= (3, 14))
+    assert ("lazy" in grammar.soft_keywords) == (version >= (3, 15))
 
 
 def test_targets_differ() -> None:

@@ -142,3 +142,15 @@ def test_lexer_enclosures() -> None:
     assert state.at_line_start and state.last_char == "\n"
     other, _ = LexState.initial().feed("while y:\n    z = (2,\n")
     assert other.state_key() == state.state_key()
+
+
+def test_tstring_fields_are_kept_open() -> None:
+    """3.14's t-strings are enclosures like f-strings (judged by the recognizer alone:
+    the oracle here is this interpreter)."""
+    q = Quotient('x = t"{a', '}"\n', "3.14", stay_inside=True)
+    assert q.initial.feed(" + 1").complete
+    assert q.free_initial.feed("} and {y").complete
+    assert not q.initial.feed("} and {y").viable
+    assert q.enclosure.escape(q.initial.state, "} and {y") == "bracket"
+    state, _ = LexState.initial(target="3.14").feed('x = [t"a{b')
+    assert state.enclosures == ("[", 't"', "{")

@@ -14,8 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lexer import LexError, LexState, Symbol
+from lexer.version import SUPPORTED
 
-ALL_TARGETS = [(3, 8), (3, 9), (3, 10), (3, 11), (3, 12), (3, 13)]
+ALL_TARGETS = [(v.major, v.minor) for v in SUPPORTED]
 
 
 def lex(text: str, target: tuple[int, int] = (3, 13)) -> list[Symbol]:
@@ -88,7 +89,7 @@ def test_states_are_immutable_and_reusable() -> None:
 def test_targets() -> None:
     assert LexState.initial(target="3.9").target == (3, 9)
     assert LexState.initial(target=[3, 12]).target == (3, 12)
-    bad_targets: list[str | tuple[int, int]] = [(3, 7), (3, 14), (2, 7), "4.0"]
+    bad_targets: list[str | tuple[int, int]] = [(3, 7), (3, 16), (2, 7), "4.0"]
     for bad in bad_targets:
         with pytest.raises(ValueError):
             LexState.initial(target=bad)

@@ -12,8 +12,8 @@ import subprocess
 
 import pytest
 
+from bench.tokenize_check import find_interpreter, normalize_oracle, normalize_ours
 from lexer import LexError, LexState
-from lexer.check_stdlib import find_interpreter, normalize_oracle, normalize_ours
 
 OLD = [(3, 8), (3, 9), (3, 10), (3, 11)]
 NEW = [(3, 12), (3, 13)]

@@ -23,7 +23,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.grammar_coverage import split_lines, stdlib_corpus
+from bench.corpus import stdlib_corpus
+from lexer.text import split_lines
 from quotient_parser import Recognizer
 
 AstAccepts = Callable[[str | bytes], bool]

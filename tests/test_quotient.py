@@ -17,7 +17,9 @@ from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
-from bench.grammar_coverage import CorpusFile, Oracle, make_mutant, stdlib_root, token_spans
+from bench.corpus import CorpusFile, stdlib_root
+from bench.mutants import make_mutant, token_spans
+from bench.oracle import Oracle
 from bench.quotient_check import (
     MAX_MIDDLE,
     RANDSPAN_MAX,

@@ -15,7 +15,9 @@ case:
   least one wrong middle must be rejected, so that rejection is tested.
 
 Expectations of validity always come from ``ast.parse``, never from
-hand-written booleans.  The target is the running interpreter's version.
+hand-written booleans.  The target is the running interpreter's version,
+except for the cases of 3.14 and 3.15 syntax at the end, whose expectations
+are those versions' stored verdicts.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import pytest
+from stored_verdicts import stored_accepts
 
 from quotient_parser.quotient import Quotient
 
@@ -388,3 +391,91 @@ def test_right_context_that_can_never_be_completed(
     empty = getattr(q, "empty", None)
     if empty is not None:
         assert empty is True
+
+
+# --------------------------------------------------------------------------- today's syntax
+#
+# Cursors inside 3.14 and 3.15 constructs.  No interpreter of those versions
+# runs the tests, so every expectation is the stored verdict of that
+# version's own CPython (``stored_verdicts.py``; derived again by the slow
+# test in ``test_stored_verdicts.py``).
+
+#: (marked text, wrong middles, the targets it is checked for)
+TODAY_CASES: dict[str, tuple[str, list[str], list[tuple[int, int]]]] = {
+    "tstring-field": (
+        'greeting = t"Hello {na«me!r:>{wid»th}}!"\nprint(greeting)\n',
+        ["", "me! r:>{wid", "me!x:>{wid", "me}", "me!r}{wid", "me!r:>{wid}", "me=:{wid"],
+        [(3, 14), (3, 15)],
+    ),
+    "tstring-spec": (
+        'row = t"{name:<{wi«dth}} {total:>1»0.2f}"\n',
+        ["", "dth}", "dth}} {total!r:>1", "dth}} {total!r:>1}", "dth}} {total!r :>1"],
+        [(3, 14), (3, 15)],
+    ),
+    "except-comma": (
+        "try:\n    run()\nexcept ValueError,« Type»Error:\n    pass\n",
+        ["", " Key", " (Key", " Key as e,", " *Type", " KeyError, Type", ")"],
+        [(3, 14), (3, 15)],
+    ),
+    "except-star-comma": (
+        "try:\n    run()\nexcept* ValueError,« »TypeError:\n    pass\n",
+        ["", " ", "  (", " A as e, ", " A, ", "*"],
+        [(3, 14), (3, 15)],
+    ),
+    "after-lazy": (
+        "lazy «import json»\nprint(json)\n",
+        [
+            "",
+            "from __future__ import annotations",
+            "from . import *",
+            "= 1",
+            "json",
+            "def f(): pass",
+        ],
+        [(3, 15)],
+    ),
+    "lazy-from": (
+        "lazy from «os import pa»th\n",
+        ["", "__future__ import pa", ". import pa", "os.path import pa", "import pa"],
+        [(3, 15)],
+    ),
+    "unpacking-comprehension": (
+        "flat = [*ro«w for row in ma»trix]\n",
+        ["", "w for row in *ma", "w, *ma", "w for row in ma]", "*w for row in ma"],
+        [(3, 15)],
+    ),
+}
+
+
+def _today_sources(marked: str, wrong: Sequence[str]) -> list[str]:
+    left, middle, right = split(marked)
+    prefixes = [left + middle[:i] + right for i in range(len(middle) + 1)]
+    return prefixes + [left + w + right for w in wrong]
+
+
+def oracle_sources() -> list[str]:
+    """Every text whose verdict the cases below read (stored_verdicts.py stores them)."""
+    return [s for marked, wrong, _ in TODAY_CASES.values() for s in _today_sources(marked, wrong)]
+
+
+@pytest.mark.parametrize(
+    ("name", "version"),
+    [(name, v) for name, (_, _, versions) in TODAY_CASES.items() for v in versions],
+    ids=lambda x: x if isinstance(x, str) else f"{x[0]}.{x[1]}",
+)
+def test_cursor_in_todays_syntax(name: str, version: tuple[int, int]) -> None:
+    marked, wrong, _ = TODAY_CASES[name]
+    check_cut(marked, wrong, lambda source: stored_accepts(source, version), version)
+
+
+def test_todays_syntax_needs_todays_target() -> None:
+    """The same cuts for 3.13 (3.14 for lazy imports): every file is invalid, and the
+    quotient never calls a middle complete that CPython of that version rejects."""
+    for marked, wrong, versions in TODAY_CASES.values():
+        older = (3, versions[0][1] - 1)
+        left, middle, right = split(marked)
+        q = Quotient(left, right, target=older)
+        for source_middle in [middle, *wrong]:
+            expected = stored_accepts(left + source_middle + right, older)
+            assert q.initial.feed(source_middle).complete == expected, (marked, source_middle)
+        assert not stored_accepts(left + middle + right, older)

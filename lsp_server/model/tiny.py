@@ -3,12 +3,16 @@
 No FIM code model can be fetched in CI, yet the model layer must be exercised end to end
 through llama.cpp. A 2-layer, 64-wide llama-architecture model with random weights loads in
 milliseconds and decodes deterministically; its tokenizer is copied from one of llama.cpp's
-vocabulary-only GGUF files (StarCoder's ships with this package), so tokenization, FIM token
-detection and special-token handling are exactly those of the real model family.
+vocabulary-only GGUF files (StarCoder2's ships with this package, the others come out of
+the llama-cpp-python source distribution), so tokenization, FIM token detection and
+special-token handling are exactly those of the real model family. ``tiny_families``
+says, per family, which special tokens are edited in and where each id comes from.
 
 Command line::
 
-    python -m lsp_server.model.tiny build OUT.gguf [--vocab starcoder] [--seed 0]
+    python -m lsp_server.model.tiny build OUT.gguf [--family NAME | --vocab starcoder]
+    python -m lsp_server.model.tiny --list [--json]
+    python -m lsp_server.model.tiny fetch-vocab [NAME ...]
     python -m lsp_server.model.tiny extract-vocab llama_cpp_python-0.3.36.tar.gz
 """
 
@@ -16,28 +20,39 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import lzma
+import mmap
 import os
 import re
 import shutil
 import struct
+import subprocess
 import sys
 import tarfile
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from .cache import cache_dir
 from .errors import ModelError
+from .tiny_families import CONTROL, FAMILIES, NORMAL, USER_DEFINED, Family
 
 __all__ = [
     "BUNDLED_VOCABS",
+    "FAMILIES",
     "FIM_TOKEN_TEXTS",
     "build_tiny_model",
     "extract_vocabs",
+    "family_report",
+    "fetch_vocabs",
     "read_gguf_metadata",
     "tiny_model_cached",
     "vocab_path",
@@ -69,6 +84,7 @@ FIM_TOKEN_TEXTS: frozenset[str] = frozenset(
 _FIM_ID_KEYS = ("pre", "suf", "mid", "pad", "rep", "sep")
 _VOCAB_FILE = "ggml-vocab-{name}.gguf"
 _SDIST_VOCAB_RE = re.compile(r"(?:^|/)vendor/llama\.cpp/models/ggml-vocab-([\w.-]+)\.gguf$")
+_FETCH_HINT = "python -m lsp_server.model.tiny fetch-vocab"
 
 
 # ---------------------------------------------------------------- vocabularies
@@ -110,7 +126,9 @@ def vocab_path(vocab: str | os.PathLike[str]) -> Path:
     """Return a plain vocabulary GGUF for a name ("starcoder") or a path.
 
     Names are looked up in ``$FIMLSP_VOCAB_DIR`` and the cache, then in the bundled
-    ``vocab/*.gguf.xz`` (decompressed into the cache once). A path may be plain or ``.xz``.
+    ``vocab/*.gguf.xz`` (decompressed into the cache once), then extracted from a
+    llama-cpp-python source distribution already on this machine (``sdist_path``). A path
+    may be plain or ``.xz``.
     """
     as_path = Path(vocab)
     if isinstance(vocab, os.PathLike) or as_path.suffix in {".gguf", ".xz"} or "/" in str(vocab):
@@ -140,13 +158,18 @@ def vocab_path(vocab: str | os.PathLike[str]) -> Path:
             target.unlink(missing_ok=True)
             raise ModelError(f"bundled vocabulary {bundled} is corrupt (sha256 mismatch)")
         return target
+    sdist = sdist_path(download=False)
+    if sdist is not None:
+        found = extract_vocabs(sdist, names=[name], missing_ok=True)
+        if found:
+            return found[0]
     known = sorted(BUNDLED_VOCABS)
     raise ModelError(
-        f"vocabulary {name!r} not found (bundled: {', '.join(known)}); extract it from the "
-        "llama-cpp-python source distribution: `pip download --no-deps --no-binary :all: "
-        "llama-cpp-python==0.3.36` then `python -m lsp_server.model.tiny extract-vocab "
-        "llama_cpp_python-0.3.36.tar.gz`, or set FIMLSP_VOCAB_DIR to a folder of "
-        "ggml-vocab-*.gguf files"
+        f"vocabulary {name!r} not found (bundled: {', '.join(known)}); get llama.cpp's "
+        f"vocabularies from the llama-cpp-python source distribution with `{_FETCH_HINT}` "
+        "(pip download, about 80 MB, from pip's cache when it has it), or `python -m "
+        "lsp_server.model.tiny extract-vocab llama_cpp_python-X.Y.Z.tar.gz`, or set "
+        "FIMLSP_VOCAB_DIR to a folder of ggml-vocab-*.gguf files"
     )
 
 
@@ -154,6 +177,8 @@ def extract_vocabs(
     sdist: str | os.PathLike[str],
     dest: str | os.PathLike[str] | None = None,
     names: Iterable[str] | None = None,
+    *,
+    missing_ok: bool = False,
 ) -> list[Path]:
     """Copy ``vendor/llama.cpp/models/ggml-vocab-*.gguf`` out of a llama-cpp-python sdist.
 
@@ -180,13 +205,71 @@ def extract_vocabs(
                 written.append(target)
     except (OSError, tarfile.TarError) as exc:
         raise ModelError(f"cannot read source distribution {sdist}: {exc}") from exc
-    if not written:
+    if not written and not missing_ok:
         raise ModelError(f"no ggml-vocab-*.gguf files found in {sdist}")
     return sorted(written)
 
 
-# ---------------------------------------------------------------- model
+def llama_cpp_version() -> str:
+    """The installed llama-cpp-python version: its sdist vendors the matching vocabularies."""
+    try:
+        return metadata.version("llama-cpp-python")
+    except metadata.PackageNotFoundError as exc:
+        raise ModelError("llama-cpp-python is not installed") from exc
 
+
+def sdist_path(download: bool = False) -> Path | None:
+    """The llama-cpp-python source distribution of the installed version, if at hand.
+
+    Looked for in ``$FIMLSP_LLAMA_SDIST`` and fimlsp's cache; with ``download``, fetched
+    into the cache by ``pip download`` (which answers from pip's HTTP cache when the
+    install downloaded the same file).
+    """
+    env = os.environ.get("FIMLSP_LLAMA_SDIST")
+    if env and Path(env).expanduser().is_file():
+        return Path(env).expanduser()
+    try:
+        version = llama_cpp_version()
+    except ModelError:
+        return None
+    folder = cache_dir("sdist")
+    found = sorted(folder.glob(f"llama_cpp_python-{version}.tar.*"))
+    if found or not download:
+        return found[0] if found else None
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+           f"llama-cpp-python=={version}", "-d", str(folder)]  # fmt: skip
+    print("fetching llama.cpp's vocabularies: " + " ".join(cmd[2:]), file=sys.stderr)
+    done = subprocess.run(cmd, stdout=sys.stderr, check=False, timeout=1800)
+    found = sorted(folder.glob(f"llama_cpp_python-{version}.tar.*"))
+    if done.returncode != 0 or not found:
+        raise ModelError(f"pip download of llama-cpp-python=={version} failed")
+    return found[0]
+
+
+def fetch_vocabs(names: Iterable[str] | None = None, download: bool = True) -> list[Path]:
+    """Make llama.cpp's vocabulary files available in the cache and return their paths.
+
+    ``names`` defaults to every family's vocabulary; those already cached are kept.
+    """
+    wanted = sorted(set(names) if names is not None else {f.vocab for f in FAMILIES.values()})
+    missing = [n for n in wanted if n not in BUNDLED_VOCABS and not _cached_vocab(n)]
+    if missing:
+        sdist = sdist_path(download=download)
+        if sdist is None:
+            raise ModelError(f"no llama-cpp-python source distribution: run `{_FETCH_HINT}`")
+        extract_vocabs(sdist, names=missing)
+    return [vocab_path(n) for n in wanted]
+
+
+def _cached_vocab(name: str) -> Path | None:
+    for folder in _search_dirs():
+        candidate = folder / _VOCAB_FILE.format(name=name)
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+# ---------------------------------------------------------------- GGUF files
 
 _SCALAR_FORMATS: dict[int, str] = {
     0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q",
@@ -196,8 +279,90 @@ _ARRAY_DTYPES: dict[int, str] = {
     0: "<u1", 1: "<i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4", 7: "?", 10: "<u8",
     11: "<i8", 12: "<f8",
 }  # fmt: skip
-_STRING, _ARRAY = 8, 9
-_CONTROL = 3  # llama_token_type LLAMA_TOKEN_TYPE_CONTROL
+_UINT32, _FLOAT32, _BOOL, _STRING, _ARRAY = 4, 6, 7, 8, 9
+_ALIGNMENT = 32
+_GGML_TYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1}
+
+
+@dataclass
+class _Kv:
+    """One metadata entry: its key, types, and its value as encoded in the file (from the
+    type field on), so that an entry nobody edits is copied without decoding it."""
+
+    key: str
+    vtype: int
+    sub: int | None
+    raw: bytes
+    payload: int  # offset in ``raw`` where the value (array items) starts
+
+    def value(self) -> Any:
+        """The decoded value; numeric arrays as numpy arrays, string arrays as lists."""
+        if self.vtype == _ARRAY:
+            (count,) = struct.unpack_from("<Q", self.raw, 8)
+            if self.sub == _STRING:
+                return _decode_strings(self.raw, self.payload, count)
+            if self.sub not in _ARRAY_DTYPES:
+                raise ModelError(f"{self.key}: unsupported GGUF array type {self.sub}")
+            return np.frombuffer(self.raw, _ARRAY_DTYPES[self.sub], count, self.payload)
+        if self.vtype == _STRING:
+            return _decode_strings(self.raw, self.payload, 1)[0]
+        (value,) = struct.unpack_from(_SCALAR_FORMATS[self.vtype], self.raw, self.payload)
+        return value
+
+
+def _decode_strings(data: bytes, pos: int, count: int) -> list[str]:
+    out: list[str] = []
+    unpack = struct.Struct("<Q").unpack_from
+    for _ in range(count):
+        (length,) = unpack(data, pos)
+        pos += 8
+        out.append(data[pos : pos + length].decode("utf-8", errors="surrogateescape"))
+        pos += length
+    return out
+
+
+def _read_kvs(path: Path) -> list[_Kv]:
+    """The key/value section of a GGUF file (memory-mapped: models may be large)."""
+    with path.open("rb") as f:
+        try:
+            data: Any = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError as exc:  # an empty file
+            raise ModelError(f"{path} is not a GGUF file") from exc
+    with data:
+        if data[:4] != b"GGUF":
+            raise ModelError(f"{path} is not a GGUF file")
+        version, _n_tensors, n_kv = struct.unpack_from("<IQQ", data, 4)
+        if version < 2:
+            raise ModelError(f"{path}: GGUF version {version} is too old")
+        unpack_q = struct.Struct("<Q").unpack_from
+        pos = 24
+        out: list[_Kv] = []
+        for _ in range(n_kv):
+            (length,) = unpack_q(data, pos)
+            key = data[pos + 8 : pos + 8 + length].decode("utf-8")
+            start = pos = pos + 8 + length
+            (vtype,) = struct.unpack_from("<I", data, pos)
+            pos += 4
+            sub: int | None = None
+            if vtype == _ARRAY:
+                sub, count = struct.unpack_from("<IQ", data, pos)
+                pos += 12
+                if sub == _STRING:
+                    for _ in range(count):
+                        pos += 8 + unpack_q(data, pos)[0]
+                elif sub in _ARRAY_DTYPES:
+                    pos += count * np.dtype(_ARRAY_DTYPES[sub]).itemsize
+                else:
+                    raise ModelError(f"{path}: unsupported GGUF array type {sub} for {key}")
+            elif vtype == _STRING:
+                pos += 8 + unpack_q(data, pos)[0]
+            elif vtype in _SCALAR_FORMATS:
+                pos += struct.calcsize(_SCALAR_FORMATS[vtype])
+            else:
+                raise ModelError(f"{path}: unsupported GGUF value type {vtype} for {key}")
+            payload = 16 if vtype == _ARRAY else 4
+            out.append(_Kv(key, vtype, sub, bytes(data[start:pos]), payload))
+    return out
 
 
 def read_gguf_metadata(path: Path) -> dict[str, tuple[int, int | None, Any]]:
@@ -206,100 +371,217 @@ def read_gguf_metadata(path: Path) -> dict[str, tuple[int, int | None, Any]]:
     ``gguf.GGUFReader`` takes seconds on a 49k-token vocabulary (one numpy view per item);
     this plain ``struct`` walk takes milliseconds. Numeric arrays come back as lists.
     """
-    data = path.read_bytes()
-    if data[:4] != b"GGUF":
-        raise ModelError(f"{path} is not a GGUF file")
-    pos = 4
-    version, _n_tensors, n_kv = struct.unpack_from("<IQQ", data, pos)
-    if version < 2:
-        raise ModelError(f"{path}: GGUF version {version} is too old")
-    pos += 20
-
-    def read_str() -> str:
-        nonlocal pos
-        (length,) = struct.unpack_from("<Q", data, pos)
-        pos += 8 + length
-        return data[pos - length : pos].decode("utf-8", errors="surrogateescape")
-
-    def read_scalar(vtype: int) -> Any:
-        nonlocal pos
-        if vtype == _STRING:
-            return read_str()
-        fmt = _SCALAR_FORMATS.get(vtype)
-        if fmt is None:
-            raise ModelError(f"{path}: unsupported GGUF value type {vtype}")
-        (value,) = struct.unpack_from(fmt, data, pos)
-        pos += struct.calcsize(fmt)
-        return value
-
     out: dict[str, tuple[int, int | None, Any]] = {}
-    for _ in range(n_kv):
-        key = read_str()
-        (vtype,) = struct.unpack_from("<I", data, pos)
-        pos += 4
-        if vtype != _ARRAY:
-            out[key] = (vtype, None, read_scalar(vtype))
-            continue
-        sub, count = struct.unpack_from("<IQ", data, pos)
-        pos += 12
-        if sub in _ARRAY_DTYPES:
-            arr = np.frombuffer(data, dtype=_ARRAY_DTYPES[sub], count=count, offset=pos)
-            pos += arr.nbytes
-            out[key] = (vtype, sub, arr.tolist())
-        else:
-            out[key] = (vtype, sub, [read_scalar(sub) for _ in range(count)])
+    for kv in _read_kvs(path):
+        value = kv.value()
+        out[kv.key] = (kv.vtype, kv.sub, value.tolist() if isinstance(value, np.ndarray) else value)
     return out
 
 
-def _copy_tokenizer(
-    writer: Any,
-    vocab_file: Path,
-    rename: Mapping[str, str],
-    strip_fim: bool,
-    fim_ids: Mapping[str, int] | None,
-) -> int:
-    """Copy every ``tokenizer.*`` key of ``vocab_file`` into ``writer``; return n_vocab."""
-    import gguf
+def _encode_str(text: str | bytes) -> bytes:
+    data = text.encode("utf-8", errors="surrogateescape") if isinstance(text, str) else text
+    return struct.pack("<Q", len(data)) + data
 
-    fields = read_gguf_metadata(vocab_file)
-    if "tokenizer.ggml.tokens" not in fields:
-        raise ModelError(f"{vocab_file} has no tokenizer.ggml.tokens: not a vocabulary GGUF")
-    tokens: list[str] = list(fields["tokenizer.ggml.tokens"][2])
 
-    renames = dict(rename)
-    if strip_fim:
-        for idx, text in enumerate(tokens):
-            if text in FIM_TOKEN_TEXTS and text not in renames:
-                renames[text] = f"<reserved_{idx}>"
-    if renames:
-        index = {text: i for i, text in enumerate(tokens)}
-        types_field = fields.get("tokenizer.ggml.token_type")
-        types: list[int] | None = list(types_field[2]) if types_field else None
+def _encode_kv(key: str, vtype: int, value: Any, sub: int | None = None) -> bytes:
+    """A key/value entry as GGUF stores it."""
+    head = _encode_str(key) + struct.pack("<I", vtype)
+    if vtype == _STRING:
+        return head + _encode_str(value)
+    if vtype != _ARRAY:
+        return head + struct.pack(_SCALAR_FORMATS[vtype], value)
+    assert sub is not None
+    head += struct.pack("<IQ", sub, len(value))
+    if sub == _STRING:
+        return head + b"".join(_encode_str(item) for item in value)
+    return head + np.asarray(value, dtype=_ARRAY_DTYPES[sub]).tobytes()
+
+
+def _write_gguf(
+    path: Path, kvs: Sequence[bytes], tensors: Sequence[tuple[str, npt.NDArray[Any]]]
+) -> None:
+    """Write a GGUF v3 file: encoded key/value entries, then the tensors, 32-byte aligned."""
+    infos: list[bytes] = []
+    offset = 0
+    for name, array in tensors:
+        dims = array.shape[::-1]  # ggml's ne: innermost first
+        infos.append(
+            _encode_str(name)
+            + struct.pack(f"<I{len(dims)}QIQ", len(dims), *dims, _GGML_TYPES[array.dtype], offset)
+        )
+        offset += -(-array.nbytes // _ALIGNMENT) * _ALIGNMENT
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as out:
+        out.write(b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs)))
+        for entry in (*kvs, *infos):
+            out.write(entry)
+        out.write(b"\0" * (-out.tell() % _ALIGNMENT))
+        for _name, array in tensors:
+            out.write(np.ascontiguousarray(array).tobytes())
+            out.write(b"\0" * (-array.nbytes % _ALIGNMENT))
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- tokenizers
+
+
+class _Tokenizer:
+    """The ``tokenizer.*`` entries of a vocabulary GGUF, with the edits tests need.
+
+    Token texts, types and scores are decoded when first used (they are what gets edited)
+    and written back if they were; every other entry, BPE merges included, is copied as
+    the file encodes it.
+    """
+
+    def __init__(self, vocab_file: Path) -> None:
+        self.entries = [kv for kv in _read_kvs(vocab_file) if kv.key.startswith("tokenizer.")]
+        self._by_key = {kv.key: kv for kv in self.entries}
+        if "tokenizer.ggml.tokens" not in self._by_key:
+            raise ModelError(f"{vocab_file} has no tokenizer.ggml.tokens: not a vocabulary GGUF")
+        self.scalars: dict[str, tuple[int, Any]] = {
+            kv.key: (kv.vtype, kv.value()) for kv in self.entries if kv.vtype in _SCALAR_FORMATS
+        }
+        self.dropped: set[str] = set()
+
+    @cached_property
+    def tokens(self) -> list[str]:
+        value: list[str] = self._by_key["tokenizer.ggml.tokens"].value()
+        return value
+
+    @cached_property
+    def types(self) -> list[int] | None:
+        kv = self._by_key.get("tokenizer.ggml.token_type")
+        return None if kv is None else kv.value().tolist()
+
+    @cached_property
+    def scores(self) -> list[float] | None:
+        kv = self._by_key.get("tokenizer.ggml.scores")
+        return None if kv is None else kv.value().tolist()
+
+    def __len__(self) -> int:
+        if "tokens" in self.__dict__:
+            return len(self.tokens)
+        count: int = struct.unpack_from("<Q", self._by_key["tokenizer.ggml.tokens"].raw, 8)[0]
+        return count
+
+    def scalar(self, name: str) -> Any:
+        entry = self.scalars.get(f"tokenizer.ggml.{name}")
+        return None if entry is None else entry[1]
+
+    def set_scalar(self, name: str, value: int | bool | str) -> None:
+        vtype = _BOOL if isinstance(value, bool) else _STRING if isinstance(value, str) else _UINT32
+        self.scalars[f"tokenizer.ggml.{name}"] = (vtype, value)
+
+    def ids(self) -> dict[str, int]:
+        return {text: i for i, text in enumerate(self.tokens)}
+
+    def _new_score(self, token_type: int) -> float:
+        """Added special tokens get -1000 as in conversions; new pieces rank below every
+        ordinary piece (Llama 2 gives its whitespace runs -1e9: those stay last)."""
+        if token_type != NORMAL or not self.scores:
+            return -1000.0
+        return min(s for s in self.scores if s > -1e8) - 1.0
+
+    def set_token(self, token_id: int, text: str, token_type: int) -> None:
+        """Put ``text`` at ``token_id``, padding the vocabulary up to it if needed."""
+        self.pad_to(token_id)
+        if token_id == len(self.tokens):
+            self.tokens.append(text)
+            if self.types is not None:
+                self.types.append(token_type)
+            if self.scores is not None:
+                self.scores.append(self._new_score(token_type))
+            return
+        self.tokens[token_id] = text
+        if self.types is not None:
+            self.types[token_id] = token_type
+        if self.scores is not None and token_type == NORMAL:
+            self.scores[token_id] = self._new_score(token_type)
+
+    def pad_to(self, size: int) -> None:
+        """``[PAD<id>]`` user-defined tokens up to ``size``, as conversions pad a vocabulary
+        to the model's embedding size."""
+        if len(self) >= size:
+            return
+        while len(self.tokens) < size:
+            self.tokens.append(f"[PAD{len(self.tokens)}]")
+            if self.types is not None:
+                self.types.append(USER_DEFINED)
+            if self.scores is not None:
+                self.scores.append(-1000.0)
+
+    def insert(self, at: int, texts: Sequence[str], token_type: int) -> None:
+        """Insert tokens before id ``at``; later ids, special ids included, shift up."""
+        n = len(texts)
+        self.tokens[at:at] = texts
+        if self.types is not None:
+            self.types[at:at] = [token_type] * n
+        if self.scores is not None:
+            self.scores[at:at] = [0.0] * n
+        for key, (vtype, value) in list(self.scalars.items()):
+            if key.endswith("_token_id") and vtype != _BOOL and value >= at:
+                self.scalars[key] = (vtype, value + n)
+
+    def rename(self, renames: Mapping[str, str]) -> None:
+        """Rename token texts; renamed tokens become control tokens, as special tokens are."""
+        index = self.ids()
         for old, new in renames.items():
             if old not in index:
                 raise ValueError(f"rename_tokens: {old!r} is not in the vocabulary")
-            tokens[index[old]] = new
-            if types is not None:
-                types[index[old]] = _CONTROL  # renamed tokens play special tokens
-        if len(set(tokens)) != len(tokens):
+            self.tokens[index[old]] = new
+            if self.types is not None:
+                self.types[index[old]] = CONTROL
+        if len(set(self.tokens)) != len(self.tokens):
             raise ValueError("rename_tokens: renamed tokens collide with existing ones")
-        if types_field is not None and types is not None:
-            fields["tokenizer.ggml.token_type"] = (types_field[0], types_field[1], types)
 
-    fim_keys = {f"tokenizer.ggml.fim_{k}_token_id" for k in _FIM_ID_KEYS}
-    fim_keys |= {f"tokenizer.ggml.{k}_token_id" for k in ("prefix", "suffix", "middle")}
-    for key, (vtype, sub, value) in fields.items():
-        if not key.startswith("tokenizer.") or (strip_fim and key in fim_keys):
-            continue
-        if key == "tokenizer.ggml.tokens":
-            value = tokens
-        writer.add_key_value(key, value, gguf.GGUFValueType(vtype),
-                             sub_type=None if sub is None else gguf.GGUFValueType(sub))  # fmt: skip
-    for kind, token_id in (fim_ids or {}).items():
-        if kind not in _FIM_ID_KEYS:
-            raise ValueError(f"fim_ids: unknown kind {kind!r} (expected one of {_FIM_ID_KEYS})")
-        writer.add_uint32(f"tokenizer.ggml.fim_{kind}_token_id", token_id)
-    return len(tokens)
+    def strip_fim(self) -> None:
+        """Rename every FIM marker away (and drop explicit FIM ids): a model without FIM."""
+        self.rename({t: f"<reserved_{i}>" for i, t in enumerate(self.tokens)
+                     if t in FIM_TOKEN_TEXTS})  # fmt: skip
+        for kind in _FIM_ID_KEYS:
+            self.dropped.add(f"tokenizer.ggml.fim_{kind}_token_id")
+        for kind in ("prefix", "suffix", "middle"):
+            self.dropped.add(f"tokenizer.ggml.{kind}_token_id")
+
+    def apply_family(self, family: Family) -> None:
+        if family.controls is not None:
+            block = family.controls
+            names = [block.pattern.format(n=n + 1) for n in range(block.count)]
+            self.insert(block.at, names, CONTROL)
+        for token in family.tokens:
+            self.set_token(token.id, token.text, token.type)
+        for name, value in family.metadata.items():
+            self.set_scalar(name, value)
+
+    def token_id(self, text: str) -> int | None:
+        """The id of the token that renders as ``text`` (byte-level BPE or '▁' spaces)."""
+        index = self.ids()
+        for spelling in (_byte_level(text), text.replace(" ", "▁"), text):
+            if spelling in index:
+                return index[spelling]
+        return None
+
+    def encode(self) -> list[bytes]:
+        """The entries in their original order, edited ones re-encoded."""
+        arrays = {"tokenizer.ggml.tokens": "tokens", "tokenizer.ggml.token_type": "types",
+                  "tokenizer.ggml.scores": "scores"}  # fmt: skip
+        out: list[bytes] = []
+        seen: set[str] = set()
+        for kv in self.entries:
+            seen.add(kv.key)
+            if kv.key in self.dropped:
+                continue
+            if arrays.get(kv.key) in self.__dict__:  # decoded, maybe edited
+                out.append(_encode_kv(kv.key, _ARRAY, getattr(self, arrays[kv.key]), kv.sub))
+            elif kv.key in self.scalars and self.scalars[kv.key] != (kv.vtype, kv.value()):
+                vtype, value = self.scalars[kv.key]
+                out.append(_encode_kv(kv.key, vtype, value))
+            else:
+                out.append(_encode_str(kv.key) + kv.raw)
+        for key, (vtype, value) in self.scalars.items():
+            if key not in seen and key not in self.dropped:
+                out.append(_encode_kv(key, vtype, value))
+        return out
 
 
 def _byte_level(text: str) -> str:
@@ -314,10 +596,24 @@ def _byte_level(text: str) -> str:
     return "".join(table[b] for b in text.encode("utf-8"))
 
 
+def family_tokenizer(
+    family: str | Family, vocab: str | os.PathLike[str] | None = None
+) -> _Tokenizer:
+    """The edited tokenizer of a family (``vocab`` overrides where its base vocabulary is)."""
+    fam = FAMILIES[family] if isinstance(family, str) else family
+    tokenizer = _Tokenizer(vocab_path(vocab if vocab is not None else fam.vocab))
+    tokenizer.apply_family(fam)
+    return tokenizer
+
+
+# ---------------------------------------------------------------- model
+
+
 def build_tiny_model(
     path: str | os.PathLike[str],
-    vocab: str | os.PathLike[str] = "starcoder",
+    vocab: str | os.PathLike[str] | None = None,
     *,
+    family: str | None = None,
     seed: int = 0,
     n_layer: int = 2,
     n_embd: int = 64,
@@ -335,13 +631,16 @@ def build_tiny_model(
 ) -> Path:
     """Write a tiny random-weight llama-architecture GGUF to ``path`` and return it.
 
-    The tokenizer comes from ``vocab`` (see ``vocab_path``). ``rename_tokens`` renames token
-    texts (e.g. ``{"<fim_prefix>": "<PRE>"}``) to imitate another FIM family with the same
-    BPE; ``strip_fim`` renames every FIM marker away to imitate a model without FIM;
-    ``fim_ids`` writes explicit ``tokenizer.ggml.fim_*_token_id`` keys. Renamed tokens
-    become control tokens, as special tokens are in real conversions. The output embedding
-    is tied to the input one (llama.cpp duplicates it), halving the file size. The same
-    arguments always give byte-identical files.
+    The tokenizer comes from ``vocab`` (see ``vocab_path``; "starcoder" by default), or
+    with ``family`` (a key of ``FAMILIES``) from that family's base vocabulary, edited into
+    the family's published tokenizer (``vocab`` then only says where the base vocabulary
+    file is). ``rename_tokens`` renames token texts (e.g. ``{"<fim_prefix>": "<PRE>"}``) to
+    imitate another FIM family with the same BPE; ``strip_fim`` renames every FIM marker
+    away to imitate a model without FIM; ``fim_ids`` writes explicit
+    ``tokenizer.ggml.fim_*_token_id`` keys. Renamed tokens become control tokens, as
+    special tokens are in real conversions. The output embedding is tied to the input one
+    (llama.cpp duplicates it), halving the file size. The same arguments always give
+    byte-identical files.
 
     ``stop_bias`` makes a model that wants to stop: every token embedding gets a
     constant first channel, which survives to the last layer, and the output row
@@ -349,126 +648,200 @@ def build_tiny_model(
     embedding is then written untied).  With a large bias, end-of-sequence ranks
     first at every step, so constrained decoding stops at the first point where
     the middle is complete: tests of the server get completions that end.
-    ``token_bias`` does the same for other tokens, named by their text (byte-level
-    BPE vocabularies such as StarCoder's), so that a test model can prefer, say,
-    closing brackets.
+    ``token_bias`` does the same for other tokens, named by their text, so that a test
+    model can prefer, say, closing brackets.
     """
-    import gguf
-
     if n_embd % n_head or n_head % n_head_kv:
         raise ValueError("n_embd must be a multiple of n_head, n_head of n_head_kv")
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if family is not None:
+        if family not in FAMILIES:
+            raise ModelError(f"unknown family {family!r} (known: {', '.join(FAMILIES)})")
+        tokenizer = family_tokenizer(family, vocab)
+        name = family
+    else:
+        tokenizer = _Tokenizer(vocab_path(vocab if vocab is not None else "starcoder"))
+        name = Path(str(vocab if vocab is not None else "starcoder")).name
+    if rename_tokens:
+        tokenizer.rename(rename_tokens)
+    if strip_fim:
+        tokenizer.strip_fim()
+    for kind, token_id in (fim_ids or {}).items():
+        if kind not in _FIM_ID_KEYS:
+            raise ValueError(f"fim_ids: unknown kind {kind!r} (expected one of {_FIM_ID_KEYS})")
+        tokenizer.set_scalar(f"fim_{kind}_token_id", token_id)
+    n_vocab = len(tokenizer)
+
     head_dim = n_embd // n_head
     np_dtype = np.float32 if dtype == "f32" else np.float16
     rng = np.random.default_rng(seed)
 
-    def weight(rows: int, cols: int, scale: float) -> np.ndarray[Any, Any]:
+    def weight(rows: int, cols: int, scale: float) -> npt.NDArray[Any]:
         # numpy (rows, cols) becomes ggml ne = [cols, rows]: llama.cpp's {n_in, n_out}.
         return (rng.standard_normal((rows, cols), dtype=np.float32) * scale).astype(np_dtype)
 
-    def ones() -> np.ndarray[Any, Any]:
+    def ones() -> npt.NDArray[Any]:
         return np.ones(n_embd, dtype=np.float32)  # norms stay f32, as in real conversions
 
-    tmp = out.with_name(out.name + ".tmp")
-    writer = gguf.GGUFWriter(tmp, "llama")
-    try:
-        writer.add_name(f"fimlsp-tiny-{Path(str(vocab)).name}")
-        writer.add_context_length(n_ctx_train)
-        writer.add_embedding_length(n_embd)
-        writer.add_block_count(n_layer)
-        writer.add_feed_forward_length(n_ff)
-        writer.add_head_count(n_head)
-        writer.add_head_count_kv(n_head_kv)
-        writer.add_layer_norm_rms_eps(1e-5)
-        writer.add_rope_dimension_count(head_dim)
-        writer.add_rope_freq_base(10000.0)
-        writer.add_file_type(
-            gguf.LlamaFileType.ALL_F32 if dtype == "f32" else gguf.LlamaFileType.MOSTLY_F16
-        )
-        n_vocab = _copy_tokenizer(writer, vocab_path(vocab), rename_tokens or {}, strip_fim,
-                                  fim_ids)  # fmt: skip
-        writer.add_vocab_size(n_vocab)
+    kvs = [
+        _encode_kv("general.architecture", _STRING, "llama"),
+        _encode_kv("general.name", _STRING, f"fimlsp-tiny-{name}"),
+        _encode_kv("llama.context_length", _UINT32, n_ctx_train),
+        _encode_kv("llama.embedding_length", _UINT32, n_embd),
+        _encode_kv("llama.block_count", _UINT32, n_layer),
+        _encode_kv("llama.feed_forward_length", _UINT32, n_ff),
+        _encode_kv("llama.attention.head_count", _UINT32, n_head),
+        _encode_kv("llama.attention.head_count_kv", _UINT32, n_head_kv),
+        _encode_kv("llama.attention.layer_norm_rms_epsilon", _FLOAT32, 1e-5),
+        _encode_kv("llama.rope.dimension_count", _UINT32, head_dim),
+        _encode_kv("llama.rope.freq_base", _FLOAT32, 10000.0),
+        _encode_kv("general.file_type", _UINT32, 0 if dtype == "f32" else 1),
+        *tokenizer.encode(),
+        _encode_kv("llama.vocab_size", _UINT32, n_vocab),
+    ]
 
-        embeddings = weight(n_vocab, n_embd, embd_scale)
-        if stop_bias or token_bias:
-            fields = read_gguf_metadata(vocab_path(vocab))
-            biases = {int(fields["tokenizer.ggml.eos_token_id"][2]): stop_bias}
-            if token_bias:
-                ids = {text: i for i, text in enumerate(fields["tokenizer.ggml.tokens"][2])}
-                for text, bias in token_bias.items():
-                    key = _byte_level(text)
-                    if key not in ids:
-                        raise ModelError(f"no token {text!r} in the vocabulary {vocab}")
-                    biases[ids[key]] = bias
-            output = embeddings.copy()
-            embeddings[:, 0] = 4.0 * embd_scale
-            output[:, 0] = 0.0
-            for token, bias in biases.items():
-                output[token, 0] = bias
-            writer.add_tensor("output.weight", output)
-        writer.add_tensor("token_embd.weight", embeddings)
-        writer.add_tensor("output_norm.weight", ones())
-        q_scale, o_scale = n_embd**-0.5, (n_head * head_dim) ** -0.5
-        for i in range(n_layer):
-            blk = f"blk.{i}"
-            writer.add_tensor(f"{blk}.attn_norm.weight", ones())
-            writer.add_tensor(f"{blk}.attn_q.weight", weight(n_head * head_dim, n_embd, q_scale))
-            writer.add_tensor(f"{blk}.attn_k.weight",
-                              weight(n_head_kv * head_dim, n_embd, q_scale))  # fmt: skip
-            writer.add_tensor(f"{blk}.attn_v.weight",
-                              weight(n_head_kv * head_dim, n_embd, q_scale))  # fmt: skip
-            writer.add_tensor(f"{blk}.attn_output.weight",
-                              weight(n_embd, n_head * head_dim, o_scale))  # fmt: skip
-            writer.add_tensor(f"{blk}.ffn_norm.weight", ones())
-            writer.add_tensor(f"{blk}.ffn_gate.weight", weight(n_ff, n_embd, q_scale))
-            writer.add_tensor(f"{blk}.ffn_up.weight", weight(n_ff, n_embd, q_scale))
-            writer.add_tensor(f"{blk}.ffn_down.weight", weight(n_embd, n_ff, n_ff**-0.5))
-
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-    finally:
-        writer.close()
-    os.replace(tmp, out)
+    tensors: list[tuple[str, npt.NDArray[Any]]] = []
+    embeddings = weight(n_vocab, n_embd, embd_scale)
+    if stop_bias or token_bias:
+        biases = {int(tokenizer.scalar("eos_token_id")): stop_bias}
+        for text, bias in (token_bias or {}).items():
+            token = tokenizer.token_id(text)
+            if token is None:
+                raise ModelError(f"no token {text!r} in the vocabulary {name}")
+            biases[token] = bias
+        output = embeddings.copy()
+        embeddings[:, 0] = 4.0 * embd_scale
+        output[:, 0] = 0.0
+        for token, bias in biases.items():
+            output[token, 0] = bias
+        tensors.append(("output.weight", output))
+    tensors += [("token_embd.weight", embeddings), ("output_norm.weight", ones())]
+    q_scale, o_scale = n_embd**-0.5, (n_head * head_dim) ** -0.5
+    for i in range(n_layer):
+        blk = f"blk.{i}"
+        tensors += [
+            (f"{blk}.attn_norm.weight", ones()),
+            (f"{blk}.attn_q.weight", weight(n_head * head_dim, n_embd, q_scale)),
+            (f"{blk}.attn_k.weight", weight(n_head_kv * head_dim, n_embd, q_scale)),
+            (f"{blk}.attn_v.weight", weight(n_head_kv * head_dim, n_embd, q_scale)),
+            (f"{blk}.attn_output.weight", weight(n_embd, n_head * head_dim, o_scale)),
+            (f"{blk}.ffn_norm.weight", ones()),
+            (f"{blk}.ffn_gate.weight", weight(n_ff, n_embd, q_scale)),
+            (f"{blk}.ffn_up.weight", weight(n_ff, n_embd, q_scale)),
+            (f"{blk}.ffn_down.weight", weight(n_embd, n_ff, n_ff**-0.5)),
+        ]
+    _write_gguf(out, kvs, tensors)
     return out
 
 
-def tiny_model_cached(vocab: str = "starcoder", **kwargs: Any) -> Path:
-    """``build_tiny_model`` into the cache, keyed by its arguments, building only once."""
-    key = hashlib.sha256(repr((vocab, sorted(kwargs.items()))).encode()).hexdigest()[:16]
-    target = cache_dir("tiny") / f"tiny-{Path(vocab).name}-{key}.gguf"
+#: Bumped when the same arguments start to give a different file.
+_FORMAT = 2
+
+
+def tiny_model_cached(vocab: str | None = None, **kwargs: Any) -> Path:
+    """``build_tiny_model`` into the cache, keyed by its arguments and the vocabulary
+    file's contents, building only once."""
+    family = kwargs.get("family")
+    base = vocab if vocab is not None else FAMILIES[family].vocab if family else "starcoder"
+    identity = (_FORMAT, vocab, _sha256(vocab_path(base)), sorted(kwargs.items()))
+    key = hashlib.sha256(repr(identity).encode()).hexdigest()[:16]
+    target = cache_dir("tiny") / f"tiny-{family or Path(base).name}-{key}.gguf"
     if not target.is_file():
         build_tiny_model(target, vocab, **kwargs)
     return target
+
+
+# ---------------------------------------------------------------- families listed
+
+
+def family_report(name: str, vocab: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """What a family's test model is: vocabulary, size, FIM and end tokens with their
+    texts, the prompt layout, and where the ids come from (``--list``)."""
+    fam = FAMILIES[name]
+    report: dict[str, Any] = {
+        "family": name,
+        "models": fam.models,
+        "vocab_file": _VOCAB_FILE.format(name=fam.vocab),
+        "layout": fam.layout,
+        "fidelity": fam.fidelity,
+        "sources": list(fam.sources),
+    }
+    try:
+        tokens = family_tokenizer(fam, vocab).tokens
+    except ModelError as exc:
+        tokens = None
+        report["error"] = str(exc)
+    report["vocab_size"] = None if tokens is None else len(tokens)
+    report["fim"] = {kind: {"id": i, "text": tokens[i] if tokens else None}
+                     for kind, i in fam.fim.items()}  # fmt: skip
+    report["eog"] = [{"id": i, "text": tokens[i] if tokens else None} for i in fam.eog]
+    return report
+
+
+def _print_report(report: Mapping[str, Any]) -> None:
+    size = report["vocab_size"] or "? (vocabulary not at hand)"
+    print(f"{report['family']}: {report['models']}")
+    print(f"  vocabulary: {report['vocab_file']}, {size} tokens; {report['fidelity']}")
+    fim = ", ".join(f"{k} {v['text'] or '?'} {v['id']}" for k, v in report["fim"].items())
+    print(f"  FIM tokens: {fim or 'none'}")
+    print("  end of generation (llama.cpp): "
+          + ", ".join(f"{e['text'] or '?'} {e['id']}" for e in report["eog"]))  # fmt: skip
+    print(f"  layout: {report['layout']}")
+    for source in report["sources"]:
+        print(f"  source: {source}")
+    if "error" in report:
+        print(f"  ({report['error']})")
 
 
 # ---------------------------------------------------------------- CLI
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Build a tiny model or extract vocabularies from a llama-cpp-python sdist."""
+    """Build a tiny model, list the families, or get llama.cpp's vocabularies."""
     parser = argparse.ArgumentParser(prog="python -m lsp_server.model.tiny")
-    sub = parser.add_subparsers(dest="cmd", required=True)
+    parser.add_argument("--list", action="store_true", help="describe every --family")
+    parser.add_argument("--json", action="store_true", help="--list as JSON")
+    sub = parser.add_subparsers(dest="cmd")
     build = sub.add_parser("build", help="write a tiny random-weight GGUF")
     build.add_argument("out", type=Path)
-    build.add_argument("--vocab", default="starcoder", help="vocabulary name or GGUF path")
+    source = build.add_mutually_exclusive_group()
+    source.add_argument("--family", choices=sorted(FAMILIES), help="a FIM family's tokenizer")
+    source.add_argument("--vocab", default=None, help="vocabulary name or GGUF path")
     build.add_argument("--seed", type=int, default=0)
     build.add_argument("--n-layer", type=int, default=2)
     build.add_argument("--n-embd", type=int, default=64)
     build.add_argument("--strip-fim", action="store_true")
+    fetch = sub.add_parser("fetch-vocab", help="get llama.cpp's vocabularies (pip download)")
+    fetch.add_argument("names", nargs="*", help="vocabulary names (default: every family's)")
     extract = sub.add_parser("extract-vocab", help="copy ggml-vocab-*.gguf out of an sdist")
     extract.add_argument("sdist", type=Path)
     extract.add_argument("--dest", type=Path, default=None)
     args = parser.parse_args(argv)
     try:
-        if args.cmd == "build":
-            out = build_tiny_model(args.out, args.vocab, seed=args.seed, n_layer=args.n_layer,
-                                   n_embd=args.n_embd, strip_fim=args.strip_fim)  # fmt: skip
+        if args.list:
+            reports = [family_report(name) for name in FAMILIES]
+            if args.json:
+                print(json.dumps({"families": reports}, indent=2, ensure_ascii=False))
+            else:
+                for report in reports:
+                    _print_report(report)
+        elif args.cmd == "build":
+            if args.family is not None:
+                fetch_vocabs([FAMILIES[args.family].vocab])
+            out = build_tiny_model(args.out, args.vocab, family=args.family, seed=args.seed,
+                                   n_layer=args.n_layer, n_embd=args.n_embd,
+                                   strip_fim=args.strip_fim)  # fmt: skip
             print(out)
-        else:
+        elif args.cmd == "fetch-vocab":
+            for path in fetch_vocabs(args.names or None):
+                print(path)
+        elif args.cmd == "extract-vocab":
             for path in extract_vocabs(args.sdist, args.dest):
                 print(path)
+        else:
+            parser.print_help()
+            return 2
     except ModelError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

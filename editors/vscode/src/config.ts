@@ -10,7 +10,7 @@ export const MODES = ['constrained', 'unconstrained', 'checked'] as const;
 /** Values of the `lineMode` setting. */
 export const LINE_MODES = ['auto', 'single', 'multi'] as const;
 /** Target Python grammars. */
-export const PYTHON_VERSIONS = ['3.8', '3.9', '3.10', '3.11', '3.12', '3.13'] as const;
+export const PYTHON_VERSIONS = ['3.8', '3.9', '3.10', '3.11', '3.12', '3.13', '3.14', '3.15'] as const;
 
 /**
  * The server's settings, keyed as the server reads them (camelCase).
@@ -47,7 +47,7 @@ export const DEFAULTS: Readonly<ServerSettings> = Object.freeze({
   topK: 50,
   mode: 'constrained',
   lineMode: 'auto',
-  pythonVersion: '3.13',
+  pythonVersion: '3.15',
   maxDocumentChars: 2_000_000,
 });
 

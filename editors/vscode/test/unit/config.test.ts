@@ -176,7 +176,7 @@ describe('serverSettings', () => {
   test('pythonVersion written as a number', () => {
     assert.equal(serverSettings(readerFromObject({ pythonVersion: 3.9 })).pythonVersion, '3.9');
     // 3.10 as a JSON number is 3.1: not a version.
-    assert.equal(serverSettings(readerFromObject({ pythonVersion: 3.1 })).pythonVersion, '3.13');
+    assert.equal(serverSettings(readerFromObject({ pythonVersion: 3.1 })).pythonVersion, '3.15');
   });
 });
 

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m lexer.check_stdlib [--python PATH] [--target 3.12] [--limit N] [FILE ...]
+    python -m bench.tokenize_check [--python PATH] [--target 3.12] [--limit N] [FILE ...]
 
 The oracle interpreter (``--python``, default: this one) tokenizes every
 ``.py`` file under its own standard library (or the files given) once, in a
@@ -23,7 +23,6 @@ Prints each mismatch and a summary; exits with status 1 if any file differs.
 from __future__ import annotations
 
 import argparse
-import glob
 import io
 import json
 import os
@@ -34,9 +33,13 @@ import tokenize
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from .state import LexError, LexState, Symbol
+from bench.oracle import pyenv_interpreter
+from lexer import LexError, LexState, Symbol
 
 Pair = tuple[str, str]
+
+#: Literal pieces of f-strings and t-strings, compared joined (see above).
+_MIDDLES = ("FSTRING_MIDDLE", "TSTRING_MIDDLE")
 
 #: Runs inside the oracle interpreter (any version from 3.8): reads file
 #: paths as JSON lines on stdin, writes one JSON line per file.
@@ -134,10 +137,10 @@ def normalize_ours(symbols: Iterable[Symbol], text: str, fstring_tokens: bool) -
                 continue
         if kind in ("INDENT", "DEDENT", "ENDMARKER"):
             sym_text = ""
-        elif kind == "FSTRING_MIDDLE":
+        elif kind in _MIDDLES:
             sym_text = sym_text.replace("{{", "{").replace("}}", "}")
-            if out and out[-1][0] == "FSTRING_MIDDLE":
-                out[-1] = ("FSTRING_MIDDLE", out[-1][1] + sym_text)
+            if out and out[-1][0] == kind:
+                out[-1] = (kind, out[-1][1] + sym_text)
                 continue
         out.append((kind, sym_text))
     return out
@@ -149,11 +152,11 @@ def normalize_oracle(tokens: Iterable[list[str]]) -> list[Pair]:
     for kind, text in tokens:
         if kind in ("INDENT", "DEDENT", "ENDMARKER"):
             text = ""
-        elif kind == "FSTRING_MIDDLE":
+        elif kind in _MIDDLES:
             if not text:
                 continue
-            if out and out[-1][0] == "FSTRING_MIDDLE":
-                out[-1] = ("FSTRING_MIDDLE", out[-1][1] + text)
+            if out and out[-1][0] == kind:
+                out[-1] = (kind, out[-1][1] + text)
                 continue
         out.append((kind, text))
     return out
@@ -229,10 +232,7 @@ class Oracle:
 
 def find_interpreter(version: tuple[int, int]) -> str | None:
     """A pyenv interpreter for ``version`` (``$PYENV_ROOT``, default ``~/.pyenv``), if any."""
-    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
-    pattern = os.path.join(root, "versions", f"{version[0]}.{version[1]}.*", "bin", "python")
-    found = sorted(glob.glob(pattern))
-    return found[-1] if found else None
+    return pyenv_interpreter(f"{version[0]}.{version[1]}")
 
 
 def stdlib_files(root: str) -> list[str]:
@@ -281,7 +281,7 @@ def compare(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lexer.check_stdlib", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.tokenize_check", description=__doc__)
     parser.add_argument("--python", default=sys.executable, help="oracle interpreter")
     parser.add_argument("--target", help="target version for our lexer, e.g. 3.12")
     parser.add_argument("--limit", type=int, help="compare only the first N files")
