@@ -226,9 +226,9 @@ class StartMode:
     ``head`` is what ``u`` ends with: ``""`` (a symbol boundary), ``"#"`` (a
     comment), a backslash, or the opening of a string literal (a quote or a
     triple quote, maybe after ``r``, ``f``, ``rf``, and from 3.14 ``t`` or
-    ``rt``).  ``openers``: the
-    brackets R closes, outermost first; ``symbols``: R's symbols with
-    offsets in R (the indentation R's lines get may differ with ``u``).
+    ``rt``).  ``openers``: the brackets R closes, outermost first;
+    ``symbols``: R's symbols with offsets in R (the indentation R's lines get
+    may differ with ``u``).
     """
 
     head: str
