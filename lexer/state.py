@@ -89,6 +89,69 @@ class LexState:
         """Open brackets (replacement-field braces of f-strings included)."""
         return len(self._ctx.parens)
 
+    @property
+    def brackets(self) -> str:
+        """The open brackets, outermost first (replacement-field braces included)."""
+        return self._ctx.parens
+
+    @property
+    def indent_levels(self) -> tuple[tuple[int, int], ...]:
+        """The indentation stack, outermost first: (column, column with tab size 1) per level."""
+        return self._ctx.ind
+
+    @property
+    def at_line_start(self) -> bool:
+        """Whether the next token starts a line (its indentation not yet processed)."""
+        return self._ctx.atbol
+
+    @property
+    def fstring_quotes(self) -> tuple[str, ...]:
+        """The quotes of the open f-strings, outermost first."""
+        return tuple(frame[0] for frame in self._ctx.fst)
+
+    @property
+    def enclosures(self) -> tuple[str, ...]:
+        """Open brackets, f-strings and t-strings as one stack, outermost first.
+
+        A bracket is its character (a replacement field's brace included), an
+        f-string its quote after ``f`` (a t-string after ``t``): ``f"{(`` gives
+        ``('f"', '{', '(')``.
+        """
+        ctx = self._ctx
+        if not ctx.fst:
+            return tuple(ctx.parens)
+        out: list[str] = []
+        frames = sorted(ctx.fst, key=lambda frame: frame[2])
+        k = 0
+        for level in range(len(ctx.parens) + 1):
+            while k < len(frames) and frames[k][2] == level:
+                frame = frames[k]
+                out.append(frame[5][0][0].lower() + frame[0])  # FSTRING_START: 'f'
+                k += 1
+            if level < len(ctx.parens):
+                out.append(ctx.parens[level])
+        return tuple(out)
+
+    @property
+    def in_fstring_literal(self) -> bool:
+        """Whether the text here is literal text of an f-string (or of its format spec)."""
+        fst = self._ctx.fst
+        return bool(fst) and fst[-1][4] != EXPR
+
+    @property
+    def last_char(self) -> str:
+        """The last character fed (``''`` before any)."""
+        return self._pending[-1:] or self._tail[-1:]
+
+    def state_key(self) -> tuple[object, ...]:
+        """A hashable key: two states with equal keys lex any further text alike.
+
+        Absolute offsets and line numbers are left out, so states reached by
+        different texts can share a key (a search uses it to merge them).
+        """
+        ctx = self._ctx
+        return (*(getattr(ctx, name) for name in ctx.__slots__), self._pending, self._tail)
+
     def sync_key(self) -> tuple[tuple[int, int], ...] | None:
         """A key for this state at a clean line start, else None.
 

@@ -18,6 +18,7 @@ __all__ = [
     "count_line_ends",
     "first_line",
     "indentation",
+    "indentation_column",
     "last_line",
     "last_line_start",
     "line_end_offsets",
@@ -67,3 +68,17 @@ def first_line(text: str) -> str:
 def indentation(line: str) -> str:
     """The leading whitespace CPython counts as indentation."""
     return line[: len(line) - len(line.lstrip(INDENT_CHARS))]
+
+
+def indentation_column(whitespace: str) -> int:
+    """The column leading whitespace reaches, as CPython's tokenizer counts it (tab
+    stops every 8 columns; a form feed resets the column)."""
+    column = 0
+    for ch in whitespace:
+        if ch == "\t":
+            column = (column // 8 + 1) * 8
+        elif ch == "\f":
+            column = 0
+        else:
+            column += 1
+    return column

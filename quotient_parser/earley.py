@@ -278,6 +278,10 @@ class Automaton:
             self._classes[members] = cls
         return cls
 
+    def scan_members(self, symbol: int) -> tuple[int, ...]:
+        """The terminals a terminal or scan-class id stands for."""
+        return self._class_members[-symbol - 1] if symbol < 0 else (symbol,)
+
     @property
     def n_states(self) -> int:
         return len(self.st_items)

@@ -56,8 +56,10 @@ Example::
 from __future__ import annotations
 
 import bisect
+import functools
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lexer import LexError, LexState
 from lexer.text import indentation, line_end_offsets
@@ -66,6 +68,11 @@ from lexer.version import NEWEST, TargetLike, TargetVersion
 from .earley import Chart
 from .recognizer import Recognizer, RecognizerState
 from .suffix import right_context_can_end_module
+
+if TYPE_CHECKING:
+    from .finish import FinishAnalysis
+    from .inside import Enclosure
+    from .witness import Witness
 
 __all__ = ["Quotient", "QuotientBuilder", "QuotientState"]
 
@@ -285,6 +292,7 @@ class Quotient:
         target: TargetLike = NEWEST,
         *,
         builder: QuotientBuilder | None = None,
+        stay_inside: bool = False,
     ):
         if builder is None:
             builder = QuotientBuilder(target)
@@ -298,7 +306,15 @@ class Quotient:
         self.empty = not left_state.viable or not self._right.can_end_module
         if not self.empty:
             self._right.probe(left_index, left)
-        self.initial = QuotientState(self, left_state)
+        #: Middles must not leave the construct at the cursor (``inside.py``).
+        self.stay_inside = stay_inside
+        #: The state before any middle, without the ``stay_inside`` restriction.
+        self.free_initial = QuotientState(self, left_state)
+        self.initial = self.free_initial
+        if stay_inside:
+            from .inside import InsideState
+
+            self.initial = InsideState(self, left_state, False)
 
     @property
     def target(self) -> TargetVersion:
@@ -309,6 +325,35 @@ class Quotient:
         """Some text after the left context makes a valid module: when the quotient is
         empty, this tells whether the left context or the right one is to blame."""
         return self.initial.state.viable
+
+    @functools.cached_property
+    def enclosure(self) -> Enclosure:
+        """What a middle must keep open under ``stay_inside`` (``inside.py``)."""
+        from .inside import enclosure_at
+
+        return enclosure_at(self.free_initial.state, self.right)
+
+    def inside_empty(self, *, max_nodes: int = 600, max_seconds: float = 1.0) -> bool:
+        """Under ``stay_inside``: no middle that stays inside seems able to complete,
+        while one that escapes can; a decoder then starts from ``free_initial``.
+
+        Decided by two witness searches (``finish.py``) within the budget, so a
+        quotient whose only finishes that stay inside are long may be called empty.
+        """
+        if not self.stay_inside or self.empty:
+            return False
+        for state in (self.initial, self.free_initial):
+            found = state.witness(max_nodes=max_nodes, max_seconds=max_seconds)
+            if found.text is not None:
+                return state is self.free_initial
+        return False
+
+    @functools.cached_property
+    def finish(self) -> FinishAnalysis:
+        """Distances to a finish for this quotient's states (``finish.py``)."""
+        from .finish import FinishAnalysis
+
+        return FinishAnalysis(self)
 
 
 class QuotientState:
@@ -348,6 +393,32 @@ class QuotientState:
         """Why the middle is not viable, when the recognizer knows."""
         return self.state.error
 
+    def distance(self) -> int:
+        """A lower bound on the characters a finish still needs (0 when complete).
+
+        Never above the least ``len(w)`` with ``self.feed(w).complete``; a
+        very large number (``finish.INFINITE``) when no finish exists.
+        See ``finish.py`` for what it counts.
+        """
+        if not self.viable:
+            return self.quotient.finish.unreachable
+        if self.complete:
+            return 0
+        return max(1, self.quotient.finish.lower_bound(self.state))
+
+    def witness(
+        self, *, within: int | None = None, max_nodes: int = 2000, max_seconds: float = 0.5
+    ) -> Witness:
+        """A shortest (or near-shortest) text ``w`` with ``self.feed(w).complete``.
+
+        ``within``: look only for finishes of at most that many characters.
+        See ``finish.Witness`` for what the result proves, and
+        ``FinishAnalysis.search`` for the budget.
+        """
+        return self.quotient.finish.search(
+            self, within=within, max_nodes=max_nodes, max_seconds=max_seconds
+        )
+
 
 class QuotientBuilder:
     """Builds quotients for one target, reusing work between related requests.
@@ -364,8 +435,8 @@ class QuotientBuilder:
         self._rights: OrderedDict[str, _RightContext] = OrderedDict()
         self._right_cache = right_cache
 
-    def build(self, left: str, right: str) -> Quotient:
-        return Quotient(left, right, builder=self)
+    def build(self, left: str, right: str, *, stay_inside: bool = False) -> Quotient:
+        return Quotient(left, right, builder=self, stay_inside=stay_inside)
 
     def _left(self, text: str) -> tuple[_LeftIndex, RecognizerState]:
         index, state = _LeftIndex.build(self.recognizer, text, self._left_index)

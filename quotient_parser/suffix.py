@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import collections
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from lexer import LexError, LexErrorCode, LexState
 from lexer._tables import MAX_INDENT, MAX_PAREN_LEVEL
@@ -39,7 +40,13 @@ from .earley import Automaton, Chart
 from .grammar_tools import Grammar, load_grammar
 from .recognizer import SymbolClassifier
 
-__all__ = ["right_context_can_end_module"]
+__all__ = [
+    "StartMode",
+    "lex_in_mode",
+    "right_context_can_end_module",
+    "start_modes_that_end",
+    "string_heads",
+]
 
 _OPENERS = {")": "(", "]": "[", "}": "{"}
 #: Bounds on the repairs tried for one start mode (each repair re-lexes R):
@@ -206,26 +213,102 @@ def right_context_can_end_module(text: str, version: tuple[int, int]) -> bool:
         return True
     keep: list[Chart] = []
     _RECENT_PARSES.append(keep)
+    return any(
+        _mode_can_end(text, version, head, at_line_start, keep) is not None
+        for head, at_line_start in _start_modes(text, version)
+    )
+
+
+@dataclass(frozen=True)
+class StartMode:
+    """A start mode under which R can end a module, and R's symbols in it.
+
+    ``head`` is what ``u`` ends with: ``""`` (a symbol boundary), ``"#"`` (a
+    comment), a backslash, or the opening of a string literal (a quote or a
+    triple quote, maybe after ``r``, ``f``, ``rf``, and from 3.14 ``t`` or
+    ``rt``).  ``openers``: the brackets R closes, outermost first;
+    ``symbols``: R's symbols with offsets in R (the indentation R's lines get
+    may differ with ``u``).
+    """
+
+    head: str
+    at_line_start: bool
+    openers: str
+    symbols: tuple[tuple[str, str, int], ...]
+
+
+def start_modes_that_end(
+    text: str, version: tuple[int, int], heads: Iterable[str] | None = None
+) -> list[StartMode]:
+    """Every start mode (with a head among ``heads``, default all) under which
+    ``u + text`` can be a valid module."""
+    keep: list[Chart] = []
+    _RECENT_PARSES.append(keep)
+    modes: list[StartMode] = []
+    wanted = None if heads is None else set(heads)
+    for head, at_line_start in _start_modes(text, version):
+        if wanted is not None and head not in wanted:
+            continue
+        found = _mode_can_end(text, version, head, at_line_start, keep)
+        if found is not None:
+            modes.append(StartMode(head, at_line_start, *found))
+    return modes
+
+
+def lex_in_mode(
+    text: str, version: tuple[int, int], head: str, at_line_start: bool = False
+) -> tuple[str, tuple[tuple[str, str, int], ...]] | None:
+    """R's symbols in one start mode (offsets relative to R), with the brackets R
+    closes, outermost first; None when R does not lex in that mode."""
+    attempt = _Attempt(head, at_line_start)
+    try:
+        symbols = _lex(attempt, text, version)
+    except LexError:
+        return None
+    return attempt.openers, _relative(attempt, symbols)
+
+
+def _relative(
+    attempt: _Attempt, symbols: list[tuple[str, str, int]]
+) -> tuple[tuple[str, str, int], ...]:
+    base = len(attempt.prefix())
+    return tuple((kind, value, start - base) for kind, value, start in symbols)
+
+
+def string_heads(version: tuple[int, int]) -> tuple[str, ...]:
+    """The heads of string-literal start modes for ``version``, shortest first."""
+    return tuple(sorted(_string_heads(version), key=len))
+
+
+def _start_modes(text: str, version: tuple[int, int]) -> list[tuple[str, bool]]:
     heads: list[tuple[str, bool]] = [("#", False), ("", False), ("", True)]
-    if text[0] in "\r\n":
+    if text[:1] in ("\r", "\n"):
         heads.append(("\\", False))
     heads.extend((head, False) for head in _string_heads(version))
-    for head, at_line_start in heads:
-        base = _Attempt(head, at_line_start)
+    return heads
+
+
+def _mode_can_end(
+    text: str, version: tuple[int, int], head: str, at_line_start: bool, keep: list[Chart]
+) -> tuple[str, tuple[tuple[str, str, int], ...]] | None:
+    """R lexed in one start mode (with its repairs) as (openers, symbols), when some
+    variant of it is a viable reversed prefix; else None."""
+    base = _Attempt(head, at_line_start)
+    try:
+        symbols = _lex(base, text, version)
+    except LexError:
+        return None
+    found = base.openers, _relative(base, symbols)
+    if not text or _reverse_viable(version, symbols, keep):
+        return found
+    whitespace = _first_logical_line_indent(base, text, symbols)
+    if whitespace is None:
+        return None
+    for attempt in _first_line_variants(base, text, whitespace):
         try:
-            symbols = _lex(base, text, version)
+            variant = _lex(attempt, text, version)
         except LexError:
             continue
-        if _reverse_viable(version, symbols, keep):
-            return True
-        whitespace = _first_logical_line_indent(base, text, symbols)
-        if whitespace is None:
-            continue
-        for attempt in _first_line_variants(base, text, whitespace):
-            try:
-                symbols = _lex(attempt, text, version)
-            except LexError:
-                continue
-            if _reverse_viable(version, symbols, keep):
-                return True
-    return False
+        if _reverse_viable(version, variant, keep):
+            return found
+    return None

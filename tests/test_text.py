@@ -8,6 +8,7 @@ from lexer.text import (
     count_line_ends,
     first_line,
     indentation,
+    indentation_column,
     last_line,
     last_line_start,
     line_end_offsets,
@@ -39,6 +40,10 @@ def test_line_ends_count_crlf_once_and_ignore_other_breaks() -> None:
 def test_indentation_is_what_the_tokenizer_counts() -> None:
     assert indentation("\x0c  \tif x:") == "\x0c  \t"
     assert indentation("pass") == ""
+    assert indentation_column("    ") == 4
+    assert indentation_column("  \t") == 8
+    assert indentation_column("\t  ") == 10
+    assert indentation_column("  \x0c ") == 1
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])

@@ -1,0 +1,206 @@
+"""Least cost of the text after which an Earley chart can scan a terminal.
+
+``fd(chart, a)`` is the least cost (``yields.py``: shortest texts,
+separators between word-like symbols) of a symbol string after which
+``chart`` can scan the terminal ``a``.  It is found from the open items of
+the chart and, up the chain of their origins, the items waiting for them:
+reaching ``a`` inside the rest of an item costs what the grammar tables say;
+finishing the item costs the shortest yield of its rest, after which the
+items that waited for its left-hand side at its origin go on.  Completing an
+item predicted at a chart goes on in that same chart, a shortest path over
+the predicted items.
+
+The values of a chart's origins are memoised per chart (held weakly) and
+per target, and the tables that depend only on an automaton state per
+state, so the sibling states of a decoder step pay only for their own newest
+chart.  ``finish.py`` builds the distance to a finish from these values.
+"""
+
+from __future__ import annotations
+
+import heapq
+import weakref
+
+from .earley import Chart
+from .yields import INFINITE, YieldTables
+
+__all__ = ["ChartDistances", "chart_distances"]
+
+_NONE = -1
+#: The (state, target) memos start afresh past this many entries: a server that
+#: runs for days meets new states and terminals without end.
+_MEMO_LIMIT = 200_000
+
+
+class ChartDistances:
+    """``fd(chart, a)`` for the charts of one automaton (see the module docstring)."""
+
+    def __init__(self, tables: YieldTables):
+        self.tables = tables
+        automaton = tables.automaton
+        self._st_items = automaton.st_items
+        self._item_next = automaton.item_next
+        self._item_lhs = automaton.item_lhs
+        self._n_terminals = automaton.n_terminals
+        self._up: weakref.WeakKeyDictionary[Chart, dict[int, dict[int, int]]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lhs_close: dict[int, list[tuple[int, int]]] = {}
+        self._state_first: dict[tuple[int, int], int] = {}
+        self._waiting: dict[int, dict[int, list[int]]] = {}
+        self._pred_edges: dict[int, dict[int, list[tuple[int, int]]]] = {}
+        self._pred_first: dict[tuple[int, int], dict[int, int]] = {}
+
+    def first_distance(self, chart: Chart, target: int) -> int:
+        """Least cost of a symbol string after which ``chart`` can scan ``target``."""
+        best = INFINITE
+        groups = chart.groups
+        if not groups and chart.pred != _NONE:
+            groups = ((chart, chart.pred),)
+        for origin, state in groups:
+            value = self._min_first(state, target)
+            if value < best:
+                best = value
+            up: dict[int, int] | None = None
+            for cost, lhs in self._closes(state):
+                if cost >= best:
+                    break  # sorted: no later one is cheaper
+                if up is None:
+                    up = self._up_values(origin, target)
+                total = cost + up.get(lhs, INFINITE)
+                if total < best:
+                    best = total
+        return best
+
+    def _closes(self, state: int) -> list[tuple[int, int]]:
+        """(least cost of finishing an item of ``state``, its left-hand side), cheapest first."""
+        table = self._lhs_close.get(state)
+        if table is None:
+            least: dict[int, int] = {}
+            close = self.tables.close
+            lhs_of = self._item_lhs
+            for item in self._st_items[state]:
+                lhs = lhs_of[item]
+                cost = close[item]
+                if cost < least.get(lhs, INFINITE):
+                    least[lhs] = cost
+            table = sorted((cost, lhs) for lhs, cost in least.items())
+            self._lhs_close[state] = table
+        return table
+
+    def _min_first(self, state: int, target: int) -> int:
+        key = (state, target)
+        value = self._state_first.get(key)
+        if value is None:
+            firsts = self.tables.item_first_distances(target)
+            value = min((firsts[i] for i in self._st_items[state]), default=INFINITE)
+            if len(self._state_first) > _MEMO_LIMIT:
+                self._state_first.clear()
+            self._state_first[key] = value
+        return value
+
+    def _waiting_items(self, state: int) -> dict[int, list[int]]:
+        """Per nonterminal Y, the items of ``state`` advanced past a Y they wait for."""
+        table = self._waiting.get(state)
+        if table is None:
+            table = {}
+            item_next, n_terminals = self._item_next, self._n_terminals
+            for item in self._st_items[state]:
+                nxt = item_next[item]
+                if nxt >= n_terminals:
+                    table.setdefault(nxt, []).append(item + 1)
+            self._waiting[state] = table
+        return table
+
+    def _edges(self, pred: int) -> dict[int, list[tuple[int, int]]]:
+        """Predicted items as edges: Z -> [(Y, cost)] for ``Z -> . Y rest`` (cost: rest)."""
+        table = self._pred_edges.get(pred)
+        if table is None:
+            table = {}
+            close = self.tables.close
+            for nxt, advanced in self._waiting_items(pred).items():
+                for item in advanced:
+                    table.setdefault(self._item_lhs[item], []).append((nxt, close[item]))
+            self._pred_edges[pred] = table
+        return table
+
+    def _pred_firsts(self, pred: int, target: int) -> dict[int, int]:
+        """Per Y, the least cost to reach ``target`` in the rest of a predicted ``. Y rest``."""
+        key = (pred, target)
+        table = self._pred_first.get(key)
+        if table is None:
+            firsts = self.tables.item_first_distances(target)
+            table = {}
+            for nxt, advanced in self._waiting_items(pred).items():
+                best = min(firsts[item] for item in advanced)
+                if best < INFINITE:
+                    table[nxt] = best
+            if len(self._pred_first) > _MEMO_LIMIT:
+                self._pred_first.clear()
+            self._pred_first[key] = table
+        return table
+
+    # -- per-chart values -------------------------------------------------
+
+    def _up_values(self, chart: Chart, target: int) -> dict[int, int]:
+        """Per nonterminal X started at ``chart``: least cost, once X is complete, to
+        reach ``target`` in what the items waiting for X at ``chart`` still need."""
+        per_chart = self._up.get(chart)
+        if per_chart is None:
+            per_chart = self._up[chart] = {}
+        values = per_chart.get(target)
+        if values is not None:
+            return values
+        values = {}
+        firsts = self.tables.item_first_distances(target)
+        close = self.tables.close
+        lhs_of = self._item_lhs
+        for origin, state in chart.groups:
+            up: dict[int, int] | None = None
+            for nxt, advanced in self._waiting_items(state).items():
+                best = values.get(nxt, INFINITE)
+                for item in advanced:
+                    value = firsts[item]
+                    if value < best:
+                        best = value
+                    cost = close[item]
+                    if cost < best:
+                        if up is None:
+                            up = self._up_values(origin, target)
+                        value = cost + up.get(lhs_of[item], INFINITE)
+                        if value < best:
+                            best = value
+                if best < INFINITE:
+                    values[nxt] = best
+        pred = chart.pred
+        if pred != _NONE:
+            for nxt, value in self._pred_firsts(pred, target).items():
+                if value < values.get(nxt, INFINITE):
+                    values[nxt] = value
+            # Completing a predicted item (started here) completes its left-hand
+            # side here too: shortest paths down the prediction edges.
+            edges = self._edges(pred)
+            heap = [(value, symbol) for symbol, value in values.items()]
+            heapq.heapify(heap)
+            while heap:
+                value, symbol = heapq.heappop(heap)
+                if value > values.get(symbol, INFINITE):
+                    continue
+                for nxt, cost in edges.get(symbol, ()):
+                    total = value + cost
+                    if total < values.get(nxt, INFINITE):
+                        values[nxt] = total
+                        heapq.heappush(heap, (total, nxt))
+        per_chart[target] = values
+        return values
+
+
+_DISTANCES: dict[int, ChartDistances] = {}
+
+
+def chart_distances(tables: YieldTables) -> ChartDistances:
+    """The (cached) distances of one grammar's charts."""
+    found = _DISTANCES.get(id(tables))
+    if found is None or found.tables is not tables:
+        found = _DISTANCES[id(tables)] = ChartDistances(tables)
+    return found

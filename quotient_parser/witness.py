@@ -1,0 +1,439 @@
+"""Witnesses: a shortest (or near-shortest) text that completes a middle.
+
+:func:`search` is best-first (A*) over short insertions, with the lower
+bound of ``finish.py`` as its heuristic.  From a state it tries each
+terminal the chart can scan next, in its shortest text (a blank first where
+it would merge with the text before); a symbol in progress grown into a
+keyword, name, number or literal; at a line start, the indentation of an
+open block (or one unit deeper where the chart wants an INDENT), with or
+without a first symbol; and a lone blank where the end of the finish would
+merge with the right context's start.  Every finish is checked by the
+quotient, so a witness is always a real one.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lexer import LexState
+from lexer.text import INDENT_CHARS
+
+from .earley import Chart
+from .finish import comment_or_continuation, open_string_head
+from .yields import INFINITE, YieldTables
+
+if TYPE_CHECKING:
+    from .finish import FinishAnalysis
+    from .quotient import QuotientState
+    from .recognizer import RecognizerState
+
+__all__ = ["Witness", "search"]
+
+_NONE = -1
+
+
+def search(
+    analysis: FinishAnalysis,
+    start: QuotientState,
+    *,
+    max_nodes: int = 2000,
+    max_seconds: float = 0.5,
+    within: int | None = None,
+    first_share: float = 0.6,
+    weight: float = 3.0,
+) -> Witness:
+    """A shortest (or near-shortest) finish of ``start``, best first.
+
+    Two A* searches with the lower bound as heuristic (children are fed
+    and bounded only when taken from the queue; states that accept the
+    same continuations are expanded once):
+
+    1. lengths where a line's indentation counts as one character, for
+       which the bound is nearly tight on statement-level finishes, so
+       a witness comes fast (``first_share`` of the node budget);
+    2. real lengths, keeping only paths shorter than that witness: an
+       empty queue proves it shortest, a finish found is shorter and
+       shortest.  Without a witness from 1, this one is weighted
+       (``g + weight * h``) to find one sooner: at most ``weight`` times
+       as long as the shortest by the usual argument.
+
+    ``within``: look only for finishes of at most that many characters
+    (paths that cannot stay within are dropped, which makes the search
+    cheaper); a Witness without text and with ``exact`` then proves that
+    none exists.  ``lower`` is the best bound proved on the way.  At the
+    budget (nodes or seconds) the search returns what it has.
+    """
+    deadline = time.monotonic() + max_seconds
+    cutoff = INFINITE if within is None else within + 1
+    if not start.viable:
+        return Witness(None, INFINITE, True, 0)
+    if start.complete:
+        return Witness("", 0, True, 0)
+    h0 = analysis.lower_bound(start.state)
+    if h0 >= cutoff:
+        return Witness(None, h0, True, 0)
+    keys = _CanonicalKeys(analysis.tables, start.state)
+    first = _AStar(analysis, keys, start, light=True, weight=1.0, cutoff=cutoff)
+    found = first.run(int(max_nodes * first_share), deadline)
+    nodes = first.nodes
+    lower = max(first.lower, h0)
+    if found is None:
+        if first.exhausted:  # every path under the cutoff is dead
+            if cutoff < INFINITE:
+                return Witness(None, max(lower, cutoff), True, nodes)
+            return Witness(None, lower, False, nodes)
+        second = _AStar(analysis, keys, start, light=True, weight=weight, cutoff=cutoff)
+        found = second.run(max_nodes - nodes, deadline)
+        nodes += second.nodes
+        return Witness(found, lower, second.exhausted and found is None, nodes)
+    exact = _AStar(analysis, keys, start, light=False, weight=1.0, cutoff=min(len(found), cutoff))
+    shorter = exact.run(max_nodes - nodes, deadline)
+    nodes += exact.nodes
+    if shorter is not None:
+        return Witness(shorter, len(shorter), True, nodes)
+    if exact.exhausted:
+        if len(found) >= cutoff:  # the light search's finish is too long in characters
+            return Witness(None, cutoff, True, nodes)
+        return Witness(found, len(found), True, nodes)
+    if len(found) >= cutoff:
+        return Witness(None, max(lower, exact.lower), False, nodes)
+    return Witness(found, max(lower, exact.lower), False, nodes)
+
+
+@dataclass(frozen=True)
+class Witness:
+    """A finish found by :meth:`FinishAnalysis.search`.
+
+    ``text`` completes the middle (``state.feed(text).complete`` holds), or
+    is None when none was found.  ``exact``: with a text, no shorter finish
+    exists; without one, no finish exists within the search's ``within`` (or
+    at all, for a dead state).  ``lower``: no finish is shorter.  Both are
+    proved among the insertions the search tries (the state's
+    ``distance()`` bounds every finish): the shortest text of
+    each terminal the chart can scan next (``yields.SHORTEST_TEXTS``, a
+    keyword or operator itself), a blank only where two symbols would merge,
+    and at a line start the indentation of an open block or, for a new
+    block, one unit more (the file's unit, else four spaces), or a blank.
+    ``nodes``: states expanded.
+    """
+
+    text: str | None
+    lower: int
+    exact: bool
+    nodes: int
+
+
+def _is_word_char(c: str) -> bool:
+    return c.isalnum() or c == "_" or (not c.isascii() and c.isidentifier())
+
+
+class _Moves:
+    """Short insertions tried from a state: one terminal's shortest text each."""
+
+    def __init__(self, analysis: FinishAnalysis):
+        self.analysis = analysis
+        tables = analysis.tables
+        grammar = tables.grammar
+        names = grammar.symbol_names
+        # layout comes with line starts, literal text only in an f-string's literal mode
+        layout = {"INDENT", "DEDENT", "ENDMARKER"}
+        self.text_of: dict[int, str] = {
+            t: text
+            for t, text in enumerate(tables.text)
+            if text
+            and names[t] not in layout
+            and not names[t].endswith(("STRING_MIDDLE", "STRING_END"))
+        }
+        operators = [n for n in names[: grammar.n_terminals] if not n.isidentifier()]
+        self.operator_pairs = frozenset(op[:2] for op in operators if len(op) >= 2)
+        self.operator_chars = frozenset("".join(operators))
+        ids = grammar.terminal_ids
+        self.indent = ids.get("INDENT")
+        self.dedent = ids.get("DEDENT")
+        self.right = analysis.quotient.right
+
+    def separator(self, before: str, text: str) -> str:
+        """A blank where ``before`` followed by ``text`` would lex as other symbols."""
+        if not before:
+            return ""
+        first = text[0]
+        if _is_word_char(before) and (_is_word_char(first) or first in "'\""):
+            return " "
+        if (before == "." and first.isdigit()) or (before.isdigit() and first == "."):
+            return " "
+        if before in self.operator_chars and first in self.operator_chars:
+            if before + first in self.operator_pairs:
+                return " "
+        return ""
+
+    def from_chart(self, chart: Chart, before: str) -> Iterator[str]:
+        text_of, separator = self.text_of, self.separator
+        seen: set[str] = set()
+        for terminal in chart.expected_terminals():
+            text = text_of.get(terminal)
+            if text is None:
+                continue
+            move = separator(before, text) + text
+            if move not in seen:
+                seen.add(move)
+                yield move
+
+    def __call__(self, state: RecognizerState) -> list[str]:
+        lex, chart = state.lex, state.chart
+        assert lex is not None and chart is not None
+        if lex.in_fstring_literal:
+            return [lex.fstring_quotes[-1], "{", "}", "x"]
+        pending = lex.pending
+        if comment_or_continuation(pending):
+            return ["\n"]  # only a line break helps
+        kinds = lex.pending_kinds() if pending else None
+        if kinds is not None:
+            return self.growing(lex, chart, kinds)
+        if lex.at_line_start and not lex.brackets:
+            return list(self.line_start(lex, chart))
+        found = list(self.from_chart(chart, lex.last_char))
+        if self.right[:1] and self.separator(lex.last_char, self.right[0]):
+            found.append(" ")  # keep the last symbol apart from R's first
+        return found
+
+    def growing(self, lex: LexState, chart: Chart, kinds: frozenset[str]) -> list[str]:
+        """Moves from a symbol in progress: grow it, or end it and go on."""
+        pending = lex.pending
+        moves: list[str] = []
+        # grow it into a keyword or operator the chart takes ...
+        for terminal in chart.expected_terminals():
+            text = self.text_of.get(terminal)
+            if text and len(text) > len(pending) and text.startswith(pending):
+                moves.append(text[len(pending) :])
+        # ... into a name (a keyword so far), a number, a string literal ...
+        word = pending.isidentifier()
+        if word and "NAME" in kinds and kinds != _NAME_ONLY:
+            moves.append("x")
+        if "NUMBER" in kinds:
+            moves.append("0")
+        if word and kinds & _LITERAL_KINDS:
+            moves.append("''")
+        string = open_string_head(pending)
+        if string is not None:
+            moves.append(string[1])
+        # ... or end it here and go on with the next symbol
+        emitted = lex.emit_pending()
+        if emitted is not None:
+            stepped, _ = self.analysis.recognizer.step(chart, emitted[1])
+            if stepped is not None:
+                moves.extend(self.from_chart(stepped, pending[-1]))
+                if self.right[:1] and self.separator(pending[-1], self.right[0]):
+                    moves.append(" ")  # keep the symbol apart from R's first
+        return moves
+
+    def line_start(self, lex: LexState, chart: Chart) -> Iterator[str]:
+        """Indentation of an open block (or one level deeper), then a first symbol."""
+        levels = lex.indent_levels
+        typed = lex.pending if not lex.pending.strip(INDENT_CHARS) else None
+        if typed is None:
+            return
+        options: list[tuple[str, Chart | None]] = []
+        for depth, (column, alt) in enumerate(levels):
+            whitespace = _whitespace(column, alt)
+            if whitespace is None or not whitespace.startswith(typed):
+                continue
+            target: Chart | None = chart
+            for _ in range(len(levels) - 1 - depth):
+                if target is None or self.dedent is None:
+                    break
+                target = target.step(self.dedent)
+            options.append((whitespace, target))
+        if self.indent is not None and self.indent in chart.expected_terminals():
+            column, alt = levels[-1]
+            unit = column - levels[-2][0] if len(levels) > 1 else 4
+            whitespace = _whitespace(column, alt)
+            if whitespace is not None:
+                deeper = whitespace + ("\t" if "\t" in whitespace else " " * max(unit, 1))
+                if deeper.startswith(typed):
+                    options.append((deeper, chart.step(self.indent)))
+        yield " "  # R may bring the rest of the line's indentation
+        for whitespace, target in options:
+            if target is None:
+                continue
+            if whitespace != typed and self.right[:1] not in ("", "\r", "\n"):
+                yield whitespace[len(typed) :]  # R's first line goes on from here
+            for move in self.from_chart(target, ""):
+                yield whitespace[len(typed) :] + move
+
+
+_NAME_ONLY = frozenset({"NAME"})
+_LITERAL_KINDS = frozenset({"STRING", "BYTES", "FSTRING_START", "TSTRING_START"})
+
+
+def _whitespace(column: int, alt: int) -> str | None:
+    """Indentation text for a level: spaces, or tabs when the level is all tabs."""
+    if column == alt:
+        return " " * column
+    if column == 8 * alt:
+        return "\t" * alt
+    return None
+
+
+#: A search queue entry: (priority, -g, counter, g, h, text, state, move); a
+#: child not yet fed has its parent's state and its move.
+_Entry = tuple[float, int, int, int, int, str, "QuotientState", str]
+
+
+class _AStar:
+    """One best-first search for a finish (see :meth:`FinishAnalysis.search`)."""
+
+    def __init__(
+        self,
+        analysis: FinishAnalysis,
+        keys: _CanonicalKeys,
+        start: QuotientState,
+        *,
+        light: bool,
+        weight: float,
+        cutoff: int,
+    ):
+        self.analysis = analysis
+        self.keys = keys
+        self.light = light
+        self.weight = weight
+        self.cutoff = cutoff
+        self.bound = analysis.light_bound if light else analysis.lower_bound
+        h0 = max(1, self.bound(start.state))
+        self.queue: list[_Entry] = [(weight * h0, 0, 0, 0, h0, "", start, "")]
+        self.lower = h0
+        self.nodes = 0
+        self.exhausted = False
+
+    def cost(self, move: str, at_line_start: bool) -> int:
+        if not self.light or not at_line_start:
+            return len(move)
+        token = move.lstrip(INDENT_CHARS)
+        return len(token) + (1 if len(token) < len(move) else 0)
+
+    def run(self, max_nodes: int, deadline: float) -> str | None:
+        """Search on; the text of a finish, or None (budget spent or queue empty)."""
+        queue, keys, bound, weight = self.queue, self.keys, self.bound, self.weight
+        moves = _moves_of(self.analysis)
+        best_g: dict[object, int] = {}
+        counter = 1
+        exact = weight == 1.0
+        while queue:
+            if self.nodes >= max_nodes or time.monotonic() > deadline:
+                return None
+            _priority, _neg, _n, g, h, text, state, move = heapq.heappop(queue)
+            if g + h >= self.cutoff:
+                continue
+            if exact and g + h > self.lower:
+                self.lower = g + h
+            if move:
+                state = state.feed(move)
+                if not state.viable:
+                    continue
+                value = bound(state.state)
+                if value >= INFINITE:
+                    continue
+                if value > h:  # a better estimate: back into the queue
+                    _push(queue, g, value, weight, counter, text, state, "")
+                    counter += 1
+                    continue
+                h = value
+            key = keys(state.state)
+            known = best_g.get(key)
+            if known is not None and known <= g:
+                continue
+            best_g[key] = g
+            if h <= 0 and state.complete:
+                return text
+            self.nodes += 1
+            lex = state.state.lex
+            assert lex is not None
+            at_line_start = lex.at_line_start and not lex.brackets
+            for step in moves(state.state):
+                gc = g + self.cost(step, at_line_start)
+                hc = max(0, h - (gc - g))
+                _push(queue, gc, hc, weight, counter, text + step, state, step)
+                counter += 1
+        self.exhausted = True
+        return None
+
+
+def _push(
+    queue: list[_Entry],
+    g: int,
+    h: int,
+    weight: float,
+    counter: int,
+    text: str,
+    state: QuotientState,
+    move: str,
+) -> None:
+    heapq.heappush(queue, (g + weight * h, -g, counter, g, h, text, state, move))
+
+
+class _CanonicalKeys:
+    """Keys under which states that accept the same continuations are equal.
+
+    An Earley item's future depends only on its left-hand side and the rest
+    of its right-hand side, so items are compared as (lhs, rest) and charts
+    made during the search are compared by content, origins included (charts
+    of ``L + m`` by identity).  ``x + 1`` and ``x - 1`` then share a key.
+    """
+
+    def __init__(self, tables: YieldTables, start: RecognizerState):
+        assert start.chart is not None
+        self.base = start.chart.pos
+        automaton = tables.automaton
+        self._items = automaton.st_items
+        rest: list[tuple[int, tuple[int, ...]]] = []
+        for lhs, rhs in tables.grammar.productions:
+            for dot in range(len(rhs) + 1):
+                rest.append((lhs, rhs[dot:]))
+        self._rest = rest
+        self._states: dict[int, int] = {}
+        self._ids: dict[frozenset[tuple[int, tuple[int, ...]]], int] = {}
+        self._charts: weakref.WeakKeyDictionary[Chart, object] = weakref.WeakKeyDictionary()
+
+    def state(self, state: int) -> int:
+        found = self._states.get(state)
+        if found is None:
+            if state == _NONE:
+                return _NONE
+            content = frozenset(self._rest[i] for i in self._items[state])
+            found = self._ids.setdefault(content, len(self._ids))
+            self._states[state] = found
+        return found
+
+    def chart(self, chart: Chart) -> object:
+        if chart.pos <= self.base:
+            return chart
+        found = self._charts.get(chart)
+        if found is None:
+            found = (
+                frozenset(
+                    (self.chart(origin), self.state(state)) for origin, state in chart.groups
+                ),
+                self.state(chart.pred),
+                chart.accepting,
+            )
+            self._charts[chart] = found
+        return found
+
+    def __call__(self, state: RecognizerState) -> object:
+        assert state.chart is not None and state.lex is not None
+        return (self.chart(state.chart), state.lex.state_key())
+
+
+#: The move generator of each analysis (built on first use, dropped with it).
+_MOVES: weakref.WeakKeyDictionary[FinishAnalysis, _Moves] = weakref.WeakKeyDictionary()
+
+
+def _moves_of(analysis: FinishAnalysis) -> _Moves:
+    moves = _MOVES.get(analysis)
+    if moves is None:
+        moves = _MOVES[analysis] = _Moves(analysis)
+    return moves

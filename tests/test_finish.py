@@ -1,0 +1,233 @@
+"""Distance to a finish (``quotient_parser.finish``) and its grammar tables.
+
+What is claimed and checked here, with CPython's ``ast.parse`` (this
+interpreter) as the oracle:
+
+* a witness always completes the middle: ``state.feed(w).complete`` and
+  ``ast.parse(L + m + w + R)`` accepts;
+* the bound (``QuotientState.distance``) is never above the length of any
+  finish: the witness, the rest of the true middle of stdlib cuts, and every
+  finish of a brute-force enumeration of short token strings, from every
+  state of that enumeration;
+* a witness the search calls exact is no longer than the brute-force
+  shortest among the strings it could try.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bench.corpus import stdlib_root
+from bench.quotient_check import Source, boundary_cut, randspan_cut
+from quotient_parser import Recognizer
+from quotient_parser.finish import INFINITE
+from quotient_parser.quotient import Quotient, QuotientState
+from quotient_parser.witness import Witness
+from quotient_parser.yields import yield_tables
+
+Accepts = Callable[[str], bool]
+
+#: (left, right) pairs around the cursor: the constructs issue 17 names.
+CASES = [
+    ("x = f(", ")\n"),  # inside a call
+    ("x = [1, ", "]\n"),  # inside a list
+    ("x = f(a, b +", ")\n"),
+    ("def f(x):\n    return (x +", ")\n"),
+    ("if x:\n    y = 1", "\nz = 2\n"),  # end of a block, R dedented
+    ("if x:\n", "\nz = 2\n"),  # a block to open
+    ("x = 'ab", "cd'\n"),  # inside a string literal
+    ("x = f'{a", "}'\n"),  # inside an f-string replacement field
+    ("x = 1 + \\\n", "\ny = 2\n"),  # after a continuation
+    ("class A:\n    def f(self):\n        return g(", ") as m:\n            pass\n"),
+    ("for i in ", ":\n    pass\n"),
+    ("@", "\ndef f():\n    pass\n"),
+    ("import ", "\n"),
+    ("x = {", "}\n"),
+    ("try:\n    pass\n", "\n"),
+    ("", ""),
+    ("x = (", ""),
+]
+
+
+def witness_ok(
+    q: Quotient, state: QuotientState, middle: str, found: Witness, accepts: Accepts
+) -> None:
+    bound = state.distance()
+    assert found.text is not None
+    assert state.feed(found.text).complete
+    assert accepts(q.left + middle + found.text + q.right), found.text
+    assert bound <= len(found.text)
+    assert found.lower <= len(found.text)
+
+
+@pytest.mark.parametrize(("left", "right"), CASES)
+def test_witness_completes_and_the_bound_holds(
+    left: str, right: str, target: tuple[int, int], ast_accepts: Accepts
+) -> None:
+    q = Quotient(left, right, target)
+    assert not q.empty
+    found = q.initial.witness(max_nodes=4000, max_seconds=5)
+    witness_ok(q, q.initial, "", found, ast_accepts)
+    assert found.exact, (left, right, found)
+
+
+def test_complete_and_dead_states(target: tuple[int, int]) -> None:
+    q = Quotient("x = f(", ")\n", target)
+    assert q.initial.feed("1").distance() == 0
+    assert q.initial.feed("1").witness() == Witness("", 0, True, 0)
+    dead = q.initial.feed("1 2")
+    assert not dead.viable
+    assert dead.distance() == INFINITE
+    assert dead.witness().text is None
+
+
+def test_a_budget_prunes_and_proves(target: tuple[int, int]) -> None:
+    q = Quotient("def f(x):\n    return (x +", ")\n", target)
+    state = q.initial.feed(" [1, (2")
+    assert state.distance() == 2  # ")]" at least
+    assert state.witness(within=1) == Witness(None, 2, True, 0)
+    found = state.witness(within=2)
+    assert found.text == ")]" and found.exact
+
+
+def test_sibling_distances(target: tuple[int, int]) -> None:
+    """Siblings of a decoder step: each bound is a lower bound on its shortest finish;
+    the same text fed twice gives the same state, whose bound is computed once."""
+    q = Quotient("x = foo(a, ", ")\nprint(x)\n", target)
+    base = q.initial.feed("bar(1, [2")
+    siblings = [base.feed(t) for t in (",", "]", "]", " +", "3")]
+    assert siblings[1].state is siblings[2].state
+    shortest = []
+    for sibling in siblings:
+        found = sibling.witness(max_nodes=4000, max_seconds=5)
+        assert found.exact and found.text is not None
+        shortest.append(len(found.text))
+        assert sibling.distance() <= len(found.text)
+    assert shortest == [2, 1, 1, 3, 2]  # "])", ")", ")", "0])", "])"
+    assert [s.distance() for s in siblings] == [2, 1, 1, 2, 2]
+
+
+# --------------------------------------------------------------------------- grammar tables
+
+
+def test_shortest_yields(target: tuple[int, int]) -> None:
+    rec = Recognizer(target)
+    tables = yield_tables(rec.grammar, rec.automaton)
+    names = rec.grammar.symbol_names
+
+    def least(name: str) -> int:
+        return tables.least[names.index(name)]
+
+    assert least("file") == 0
+    assert least("statement") == 2  # "x\n"
+    assert least("if_stmt") == 7  # "if x:x\n": the blank after "if" counts
+    assert least("with_stmt") == 9  # "with x:x\n"
+    assert least("function_def") == 10  # "def x():x\n"
+    assert least("try_stmt") == 15  # "try:x\nexcept:x\n"
+    ids = rec.grammar.terminal_ids
+    # before "as" from a statement: "with 0" (a number ends no word: "0as" lexes)
+    assert tables.first_distance(names.index("statement"), ids["as"]) == 6
+
+
+# --------------------------------------------------------------------------- brute force
+
+#: Tokens the enumeration tries (the search's own texts among them).
+TOKENS = ["x", "0", "(", ")", ",", ":", "\n", " ", "=", "]", "'", "+", " if", " else", "    "]
+SMALL_CASES = [
+    ("x = f(", ")\n"),
+    ("x = [1, ", "]\n"),
+    ("if x", "\n    pass\n"),
+    ("x = (1 +", "\ny = 2\n"),
+    ("y = a", " b\n"),
+    ("def f(", "):\n    pass\n"),
+    ("x = 'a", "\n"),
+    ("z = [", ""),
+]
+
+
+def shortest_finishes(state: QuotientState, depth: int, checked: list[int]) -> int:
+    """The shortest finish among token strings of at most ``depth`` tokens, checking
+    the bound of every state on the way (INFINITE: none)."""
+    best = 0 if state.complete else INFINITE
+    if depth > 0:
+        for token in TOKENS:
+            child = state.feed(token)
+            if child.viable:
+                best = min(best, len(token) + shortest_finishes(child, depth - 1, checked))
+    if best < INFINITE:
+        assert state.distance() <= best, (state, best)
+        checked.append(best)
+    return best
+
+
+@pytest.mark.parametrize(("left", "right"), SMALL_CASES)
+def test_bound_never_above_the_brute_force_shortest(
+    left: str, right: str, target: tuple[int, int]
+) -> None:
+    q = Quotient(left, right, target)
+    checked: list[int] = []
+    shortest = shortest_finishes(q.initial, 3, checked)
+    assert len(checked) > 20 and max(checked) > 0, "the enumeration checked too little"
+    found = q.initial.witness(max_nodes=4000, max_seconds=5)
+    if shortest < INFINITE:
+        assert found.text is not None
+        if found.exact:
+            assert len(found.text) <= shortest, (found.text, shortest)
+
+
+# --------------------------------------------------------------------------- stdlib cuts
+
+SMALL_STDLIB = [
+    "bisect.py",
+    "colorsys.py",
+    "fnmatch.py",
+    "json/decoder.py",
+    "string.py",
+    "heapq.py",
+]
+
+
+@functools.cache
+def source(name: str) -> Source:
+    return Source(name, (stdlib_root() / name).read_text(encoding="utf-8"))
+
+
+@given(
+    name=st.sampled_from(SMALL_STDLIB),
+    seed=st.integers(0, 10**6),
+    boundary=st.booleans(),
+    share=st.floats(0, 1),
+)
+def test_stdlib_cuts(
+    name: str,
+    seed: int,
+    boundary: bool,
+    share: float,
+    target: tuple[int, int],
+    ast_accepts: Accepts,
+) -> None:
+    """From a state along a cut's true middle: the rest of it is a finish, so the bound
+    may not exceed its length; a witness found completes and respects the bound.
+    A search that calls its witness shortest (or proves a lower bound) does so among
+    the insertions it tries: the true rest checks that they suffice on real code."""
+    text = source(name).text
+    rng = random.Random(seed)
+    cut = boundary_cut(source(name), rng) if boundary else randspan_cut(source(name), rng)
+    if cut is None:
+        return
+    a, b = cut.offsets
+    q = Quotient(text[:a], text[b:], target)
+    fed = int(len(cut.middle) * share)
+    state = q.initial.feed(cut.middle[:fed])
+    assert state.viable
+    assert state.distance() <= len(cut.middle) - fed
+    found = state.witness(max_nodes=300, max_seconds=0.3)
+    if found.text is not None:
+        witness_ok(q, state, cut.middle[:fed], found, ast_accepts)
+    assert found.lower <= len(cut.middle) - fed or not found.exact
