@@ -31,6 +31,8 @@ export interface ServerSettings {
   lineMode: (typeof LINE_MODES)[number];
   pythonVersion: (typeof PYTHON_VERSIONS)[number];
   maxDocumentChars: number;
+  stayInside: boolean;
+  witnessEnding: boolean;
 }
 
 /** The server's own defaults (they match package.json's `contributes.configuration`). */
@@ -49,6 +51,8 @@ export const DEFAULTS: Readonly<ServerSettings> = Object.freeze({
   lineMode: 'auto',
   pythonVersion: '3.15',
   maxDocumentChars: 2_000_000,
+  stayInside: true,
+  witnessEnding: false,
 });
 
 /** Bounds the server accepts; a value outside is rejected by the server, so clamp it here. */
@@ -88,6 +92,10 @@ export function readerFromObject(values: Record<string, unknown>): ConfigReader 
       return values[key] as T | undefined;
     },
   };
+}
+
+function boolean(value: unknown, fallback: boolean): boolean {
+  return typeof value === 'boolean' ? value : fallback;
 }
 
 function optionalString(value: unknown): string | null {
@@ -148,6 +156,8 @@ export function serverSettings(config: ConfigReader): ServerSettings {
       config.get('maxDocumentChars'),
       DEFAULTS.maxDocumentChars,
     ),
+    stayInside: boolean(config.get('stayInside'), DEFAULTS.stayInside),
+    witnessEnding: boolean(config.get('witnessEnding'), DEFAULTS.witnessEnding),
   };
 }
 
