@@ -34,6 +34,9 @@ from lsp_fixtures import (
 from model_fixtures import TinyFactory, model_cache, tiny_factory
 from pytest_lsp import LanguageClient, client_capabilities
 
+from lexer.version import NEWEST
+from quotient_parser.quotient import Quotient
+
 __all__ = ["model_cache", "stopping_model", "tiny_factory"]  # fixtures used by name
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -403,6 +406,53 @@ async def test_settings_pulled_with_workspace_configuration(
     client.set_configuration({"model": str(stopping_model)}, section="fimlsp")
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
     await settings_become(client, lambda s: s["max_tokens"] != 7)
+
+
+async def test_stay_inside_setting(
+    client: LanguageClient, tiny_factory: TinyFactory, stopping_model: Path
+) -> None:
+    """stayInside (on by default) keeps a closer-loving model's answer inside the call at
+    the cursor; switched off, the answer may leave it; a non-boolean is refused."""
+    bias = {")": 30.0, "]": 29.0, "}": 28.0, ":": 27.0}
+    closer = tiny_factory("closer", stop_bias=-30.0, token_bias=bias, n_layer=1, n_embd=32)
+    text = "values = [1, 2]\ntotal = max(values, )\nprint(total)\n"
+    offset = text.index(", )") + 2
+    left, right = text[:offset], text[offset:]
+    uri = "file:///inside.py"
+
+    async def answer(settings: dict[str, Any]) -> str:
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"fimlsp": settings})
+        )
+        await settings_become(client, lambda s: s["stay_inside"] == settings["stayInside"])
+        assert (await wait_ready(client))["state"] == "ready"
+        items = await inline_items(client, uri, 1, offset - text.index("total"))
+        assert len(items) <= 1
+        return str(items[0].insert_text) if items else ""
+
+    try:
+        open_doc(client, uri, text)
+        kept = await answer({"model": str(closer), "maxTokens": 16, "stayInside": True})
+        assert parses(left + kept + right), kept
+        assert not kept.startswith(")")
+        inside = Quotient(left, right, NEWEST, stay_inside=True)
+        assert inside.initial.feed(kept).complete
+        free = await answer({"model": str(closer), "maxTokens": 16, "stayInside": False})
+        assert free != kept and parses(left + free + right), free
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(
+                settings={"fimlsp": {"model": str(closer), "stayInside": "yes"}}
+            )
+        )
+        await settings_become(client, lambda s: s["stay_inside"] is True)
+        await asyncio.sleep(0.1)
+        assert any("stayInside" in m.message for m in client.log_messages)
+    finally:
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"fimlsp": {"model": str(stopping_model)}})
+        )
+        await asyncio.sleep(0.1)
+        assert (await wait_ready(client))["state"] == "ready"
 
 
 async def test_configuration_to_missing_model_and_back(
