@@ -58,7 +58,7 @@ import shutil
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -353,16 +353,31 @@ class Report:
         }
 
     def sweep_stats(self) -> dict[str, object] | None:
-        """Success per token budget, for each of SWEEP_VARIANTS (--budgets)."""
+        """Per token budget, for each of SWEEP_VARIANTS (--budgets): successes, exact
+        matches, witness endings, and the mean length-normalised log-probability."""
         budgets = sorted({b for r in self.done for b in r.sweep})
         if not budgets:
             return None
         cases = [r for r in self.done if r.sweep]
-        success = {
-            variant: [sum(r.sweep[b][variant].success for r in cases) for b in budgets]
-            for variant in SWEEP_VARIANTS
+
+        def per_budget(
+            figure: Callable[[list[Run], list[CaseResult]], object],
+        ) -> dict[str, list[object]]:
+            return {
+                variant: [figure([r.sweep[b][variant] for r in cases], cases) for b in budgets]
+                for variant in SWEEP_VARIANTS
+            }
+
+        return {
+            "budgets": budgets,
+            "cases": len(cases),
+            "success": per_budget(lambda runs, _: sum(x.success for x in runs)),
+            "exact_match": per_budget(
+                lambda runs, cs: sum(x.middle == r.cut.middle for x, r in zip(runs, cs))
+            ),
+            "witness_endings": per_budget(lambda runs, _: sum(bool(x.witness) for x in runs)),
+            "mean_logprob": per_budget(lambda runs, _: _mean_logprob(runs)),
         }
-        return {"budgets": budgets, "cases": len(cases), "success": success}
 
     def to_dict(self, details: bool = False) -> dict[str, object]:
         out: dict[str, object] = {
@@ -576,7 +591,10 @@ class Report:
         if isinstance(sweep, dict):
             lines.append(f"  budget sweep       {sweep['cases']} cuts, budgets {sweep['budgets']}:")
             for variant, counts in sweep["success"].items():
-                lines.append(f"    {variant:<24}{counts}")
+                lines.append(
+                    f"    {variant:<24}success {counts}, exact {sweep['exact_match'][variant]}, "
+                    f"mean log-probability {sweep['mean_logprob'][variant]}"
+                )
         errors = d["errors"]
         if isinstance(errors, list) and errors:
             lines.append(f"  errors             {len(errors)} cuts: {errors[0]}")
@@ -596,18 +614,26 @@ class Report:
 def _steering_figures(runs: Sequence[Run]) -> dict[str, object]:
     """What steering, witness endings, looking further down and stayInside did."""
     successes = [x for x in runs if x.success]
-    scores = [x.mean_logprob for x in runs if x.middle and x.mean_logprob is not None]
     return {
         "steered_successes": sum(x.steered > 0 for x in successes),
+        "model_written_share": (
+            round(sum(not x.witness for x in successes) / len(successes), 4) if successes else None
+        ),
         "steered_stops": sum(x.stop_reason == "steered" for x in runs),
         "witness_endings": sum(bool(x.witness) for x in runs),
         "model_written_successes": sum(not x.witness for x in successes),
         "rescued_cuts": sum(x.rescued > 0 for x in runs),
         "rescued_successes": sum(x.rescued > 0 for x in successes),
         "stay_inside_fallbacks": sum(x.inside_fallback for x in runs),
-        "mean_logprob": round(sum(scores) / len(scores), 4) if scores else None,
-        "mean_logprob_middles": len(scores),
+        "mean_logprob": _mean_logprob(runs),
+        "mean_logprob_middles": sum(x.mean_logprob is not None and bool(x.middle) for x in runs),
     }
+
+
+def _mean_logprob(runs: Sequence[Run]) -> float | None:
+    """The mean, over the non-empty middles returned, of their log-probability per token."""
+    scores = [x.mean_logprob for x in runs if x.middle and x.mean_logprob is not None]
+    return round(sum(scores) / len(scores), 4) if scores else None
 
 
 def _case_dict(r: CaseResult) -> dict[str, object]:

@@ -277,7 +277,7 @@ class Decoder:
         k = len(self.vocab) if self.owed or self.held else self.opts.top_k
         order = self.ranker.order(ranking, k)
         if not self.constrained:
-            return self._model_choice(order)
+            return self._model_choice(order, ranking)
         self._parser_ns = 0
         if not self.held:
             self._note_stopping_point(ranking)
@@ -289,7 +289,7 @@ class Decoder:
         self.parser_us.append(self._parser_ns / 1e3)
         return chosen
 
-    def _model_choice(self, order: IdArray) -> Choice:
+    def _model_choice(self, order: IdArray, ranking: TokenRanking) -> Choice:
         """The model's own choice: the first candidate that keeps the healed prefix and
         the single-line rule (the top one, unless one of those rejects it)."""
         for token in order:
@@ -301,6 +301,8 @@ class Decoder:
                 continue
             self.middle += got[0]
             self.held, self.owed = got[1], got[2]
+            self.token_ids.append(tok)  # for the log-probability of the middle
+            self.token_logprobs.append(ranking.logprob(tok))
             return tok, False
         return None
 
