@@ -28,7 +28,9 @@ Timings: before the three modes run, the cut's prompt is evaluated once (its tim
 ``prompt_ms``), so each mode finds it in the model's KV cache and ``total_ms`` compares
 quotient construction plus decoding.  The parser time per token is the time the
 constrained loop spent in the quotient (viability of candidates and completeness checks)
-for one generated token.
+for one generated token; the time steering spent on top of it (distances, the candidates
+it weighed) is reported beside it.  The distance's per-terminal tables are built before
+the first cut (``YieldTables.warm_up``), as a running server has them.
 
 ``--heal-compare`` also runs constrained decoding with token healing switched the other
 way on the boundary cuts, whose cursor usually sits inside a word, and reports both
@@ -82,6 +84,7 @@ from lsp_server.decoding import Completion, DecodeOptions, build_prompt, generat
 from lsp_server.model import Backend, FimModel, ModelError, open_model
 from lsp_server.modes import MODES
 from quotient_parser.quotient import Quotient, QuotientBuilder
+from quotient_parser.yields import yield_tables
 
 #: The sweep's variants: the three modes, and constrained decoding without steering.
 SWEEP_VARIANTS = (*MODES, "constrained_unsteered")
@@ -174,6 +177,10 @@ class CaseRunner:
         self.model = model
         self.oracle = oracle
         self.cfg = cfg
+        # The distance's per-terminal tables outside the timings, as a long-running
+        # server has them after its first requests (otherwise built on first use).
+        recognizer = QuotientBuilder(cfg.target).recognizer
+        yield_tables(recognizer.grammar, recognizer.automaton).warm_up()
 
     def _prime(self, left: str, right: str, options: DecodeOptions) -> tuple[float, int]:
         """Evaluate the prompt these options give into the KV cache, generating nothing;
