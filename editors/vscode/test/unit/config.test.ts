@@ -75,8 +75,10 @@ describe('serverSettings', () => {
       'modelFile',
       'modelRepo',
       'pythonVersion',
+      'stayInside',
       'threads',
       'topK',
+      'witnessEnding',
     ]);
   });
 
@@ -95,6 +97,8 @@ describe('serverSettings', () => {
         lineMode: 'single',
         pythonVersion: '3.8',
         maxDocumentChars: 1000,
+        stayInside: false,
+        witnessEnding: true,
       }),
     );
     assert.deepEqual(settings, {
@@ -112,7 +116,15 @@ describe('serverSettings', () => {
       lineMode: 'single',
       pythonVersion: '3.8',
       maxDocumentChars: 1000,
+      stayInside: false,
+      witnessEnding: true,
     });
+  });
+
+  test('a setting that is not a boolean falls back to the default', () => {
+    const settings = serverSettings(readerFromObject({ stayInside: 'no', witnessEnding: 1 }));
+    assert.equal(settings.stayInside, true);
+    assert.equal(settings.witnessEnding, false);
   });
 
   test('empty strings are "not set"', () => {
