@@ -60,7 +60,7 @@ SIZES = {
     "quotient_cuts": (40, 2000),
     "overhead_cuts": (40, 300),
     "lsp_requests": (100, 1000),
-    "budget_cuts": (4, 50),
+    "budget_cuts": (2, 50),
 }
 #: The token budgets of the sweep (issue 17).
 BUDGETS = (8, 16, 32, 64)
