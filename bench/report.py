@@ -330,6 +330,17 @@ def _quality_section(q: dict[str, Any]) -> list[str]:
         f"| {c.get('rescued_cuts')} | {c['exact_match']} | {c.get('mean_logprob')} | "
         f"{q.get('steer_us_per_token_p99')} |",
     ]
+    inside = q.get("stay_inside_compare")
+    if inside:
+        lines += [
+            "",
+            f"stayInside on against off on {inside['cuts']} cuts: the answer changed in "
+            f"{inside['answers_changed']}; the file parses in {inside['success_staying_inside']} "
+            f"staying inside, {inside['success_not_staying_inside']} not "
+            f"({inside['claimed_but_invalid_staying_inside']} claimed but invalid, "
+            f"{inside['fallbacks']} fallbacks); the true middle stays inside in "
+            f"{inside['true_middle_stays_inside']}.",
+        ]
     return [
         *lines,
         "",
@@ -446,7 +457,8 @@ def benchmarks(args: argparse.Namespace) -> dict[str, Run]:
             fim_quality.main,
             [
                 *paths,
-                *("--model", args.model, "--cuts", "both", "--heal-compare", "--details"),
+                *("--model", args.model, "--cuts", "both", "--heal-compare", "--inside-compare"),
+                "--details",
                 *("--n", str(SIZES["fim_cuts"][pick])),
                 *("--max-tokens", str(SIZES["fim_max_tokens"][pick]), "--json", *seed),
                 *("--jobs", str(args.jobs)),

@@ -89,3 +89,5 @@ def test_budget_sweep_and_steering_columns(tiny_model_path: Path, tmp_path: Path
     assert (tmp_path / "budget.png").stat().st_size > 0
     text = "\n".join(report._budget_section({"budget_sweep": sweep}))
     assert "constrained_unsteered" in text and "4 tokens" in text
+    quality = "\n".join(report._quality_section(result))
+    assert "model-written share" in quality and "stayInside on against off on 4 cuts" in quality
