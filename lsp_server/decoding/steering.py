@@ -8,7 +8,9 @@ left come within ``STEER_MARGIN`` of what a finish needs, each step takes, in th
 model's order, the first candidate that shortens the distance and keeps a finish
 within the tokens then left, else the first that keeps one; when the middle becomes
 complete that way, generation stops there (``StopReason.STEERED``).  Candidates
-further down the ranking are weighed when none of the top k will do.
+further down the ranking are weighed when none of the top k will do.  While steering
+is far from due, the distance is looked at again only after a quarter of the tokens
+to spare (``RECHECK_SHARE``), which keeps its cost off most steps.
 
 When no candidate can finish within the budget, the middle stays the model's and the
 loop goes on (the best complete stopping point is returned), unless witness endings
@@ -46,6 +48,10 @@ __all__ = ["STEER_MARGIN", "Steering", "finish_chars_per_token", "witness_ending
 #: needs plus this many (the distance is a lower bound and the model's tokens rarely
 #: all shorten it).
 STEER_MARGIN = 3
+#: While steering is far from due, the distance is looked at again only after this
+#: share of the tokens to spare (a token rarely moves a finish by many tokens; the
+#: bound costs about as much as the parser's own step).
+RECHECK_SHARE = 0.25
 #: Finishes as the quotient's witnesses write them on the standard library's cuts
 #: (closers, a name, a line break and the indentation of an open block): the text
 #: whose characters per token convert a distance into tokens for a model.
@@ -101,6 +107,8 @@ class Steering:
         self.gave_up = False
         #: time spent deciding, per step (microseconds; one per step, like the parser's)
         self.spent_us: list[float] = []
+        #: the step before which the distance need not be looked at again
+        self._next_look = 0
 
     def need(self, distance: int) -> int:
         """Tokens a finish of at least ``distance`` characters is expected to take."""
@@ -120,9 +128,13 @@ class Steering:
 
     def _choose(self, state: QuotientState, order: IdArray, ranking: TokenRanking) -> Choice:
         dec = self.decoder
+        if dec.tokens < self._next_look:
+            return None
         left = dec.opts.max_tokens - dec.tokens  # this step's token included
         distance = state.distance(natural=True)
-        if left > self.need(distance) + STEER_MARGIN:
+        spare = left - self.need(distance) - STEER_MARGIN
+        if spare > 0:
+            self._next_look = dec.tokens + int(spare * RECHECK_SHARE)
             return None
         chosen = self._weigh(state, distance, left - 1, order, ranking)
         if chosen is None:
