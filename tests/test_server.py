@@ -434,6 +434,11 @@ async def test_stay_inside_setting(
         open_doc(client, uri, text)
         kept = await answer({"model": str(closer), "maxTokens": 16, "stayInside": True})
         assert parses(left + kept + right), kept
+        status = await client.statuses.wait_for(  # type: ignore[attr-defined]
+            lambda s: s.get("uri") == uri and "steeredTokens" in s
+        )
+        assert status["steeredTokens"] >= 0 and status["rescuedSteps"] >= 0
+        assert "witnessChars" not in status  # witness endings are off by default
         assert not kept.startswith(")")
         inside = Quotient(left, right, NEWEST, stay_inside=True)
         assert inside.initial.feed(kept).complete
