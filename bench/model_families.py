@@ -87,9 +87,7 @@ def _detected(model: FimModel) -> dict[str, Any]:
         "detected_family": layout.family,
         "layout": layout.order,
         "add_bos": layout.add_bos,
-        "end_tokens": [
-            {"id": t, "text": model.vocab.token_text(t)} for t in sorted(model.eog_ids)
-        ],
+        "end_tokens": [{"id": t, "text": model.vocab.token_text(t)} for t in sorted(model.eog_ids)],
     }
 
 
@@ -196,8 +194,7 @@ def sound(report: dict[str, Any]) -> bool:
     """No family's constrained decoding claimed a middle the oracle rejects, and every
     family ran."""
     return all(
-        "error" not in row and row["claimed_success_but_invalid"] == 0
-        for row in report["families"]
+        "error" not in row and row["claimed_success_but_invalid"] == 0 for row in report["families"]
     )
 
 
@@ -215,9 +212,7 @@ def summary(report: dict[str, Any]) -> str:
             lines.append(f"  {row['family']:<15} error: {row['error']}")
             continue
         ok = "/".join(str(row["success"][m]) for m in MODES)
-        parser = "/".join(
-            str(row[f"parser_us_per_token_{q}"]) for q in ("median", "p90", "p99")
-        )
+        parser = "/".join(str(row[f"parser_us_per_token_{q}"]) for q in ("median", "p90", "p99"))
         lines.append(
             f"  {row['family']:<15} {row['vocab_size']:>7} {row['detected_family']:<10} "
             f"{row['layout']:<10} {ok:>9} {row['claimed_success_but_invalid']:>4} "

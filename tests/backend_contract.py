@@ -83,6 +83,9 @@ class BackendWrapper:
     def eog_ids(self) -> Sequence[int]:
         return self.inner.eog_ids
 
+    def detected(self) -> dict[str, object]:
+        return self.inner.detected()
+
     @property
     def token_index(self) -> TokenIndex:
         return self.inner.token_index

@@ -104,6 +104,11 @@ class Backend(Protocol):
         """Whether ``token`` ends a generation."""
         ...
 
+    def detected(self) -> dict[str, object]:
+        """What was detected about the model: family, prompt layout, end tokens
+        (:func:`lsp_server.model.families.detected`)."""
+        ...
+
     @property
     def eog_ids(self) -> Sequence[int]:
         """Every token id that ends a generation (``eog`` is true exactly for these)."""

@@ -47,6 +47,7 @@ __all__ = [
     "FimTokens",
     "assemble_prompt",
     "choose_layout",
+    "detected",
     "find_fim_tokens",
     "stop_tokens",
 ]
@@ -202,3 +203,17 @@ def stop_tokens(tokens: FimTokens) -> frozenset[int]:
     the FIM markers, which a FIM model writes only when it is done (``<filename>``: the
     next file starts)."""
     return frozenset(t for t in (*tokens.markers, tokens.eot, tokens.eos) if t is not None)
+
+
+def detected(
+    layout: FimLayout, end_ids: Sequence[int], token_text: Callable[[int], str]
+) -> dict[str, object]:
+    """What fimlsp detected about a model, as ``fimlsp complete --json`` and
+    ``fimlsp/serverStatus`` report it: the family, the prompt layout, whether a BOS
+    token starts the prompt, and every token that ends a middle (id and text)."""
+    return {
+        "family": layout.family,
+        "layout": layout.order,
+        "addBos": layout.add_bos,
+        "endTokens": [{"id": t, "text": token_text(t)} for t in sorted(end_ids)],
+    }

@@ -26,7 +26,14 @@ from typing import Any
 from .backend import LogitsRanking
 from .context import FloatArray, Interrupt, LlamaContext
 from .errors import ModelError
-from .families import FimLayout, FimTokens, choose_layout, find_fim_tokens, stop_tokens
+from .families import (
+    FimLayout,
+    FimTokens,
+    choose_layout,
+    detected,
+    find_fim_tokens,
+    stop_tokens,
+)
 from .native import library, log_mark, native_errors
 from .prompt import PromptBuilder
 from .token_index import TokenIndex
@@ -184,6 +191,10 @@ class FimModel:
     def has_fim(self) -> bool:
         """True when prompts carry the suffix (the model has usable FIM tokens)."""
         return self.layout.has_fim
+
+    def detected(self) -> dict[str, object]:
+        """The detected family, layout and end tokens (see ``families.detected``)."""
+        return detected(self.layout, self.eog_ids, self.vocab.token_text)
 
     def eog(self, token: int) -> bool:
         """Whether generation should stop at ``token``: llama.cpp's end-of-generation set
