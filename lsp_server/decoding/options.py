@@ -42,6 +42,9 @@ class DecodeOptions:
     #: tried (most likely first), within ``further_down_ms``.  0: none.
     further_down: int = 2048
     further_down_ms: float = 50.0
+    #: The file's path as the prompt names it, for model families whose prompts carry
+    #: it (Mellum's ``<filename>path``); empty when unknown.
+    file_path: str = ""
 
     @property
     def constrained(self) -> bool:
