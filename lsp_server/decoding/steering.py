@@ -8,7 +8,9 @@ left come within ``STEER_MARGIN`` of what a finish needs, each step takes, in th
 model's order, the first candidate that shortens the distance and keeps a finish
 within the tokens then left, else the first that keeps one; when the middle becomes
 complete that way, generation stops there (``StopReason.STEERED``).  Candidates
-further down the ranking are weighed when none of the top k will do.  While steering
+further down the ranking are weighed when none of the top k will do.  A finish at
+hand is taken earlier: from half the budget on, while the middle has never been
+complete, a step takes one of its first few viable candidates that completes it.  While steering
 is far from due, the distance is looked at again only after a quarter of the tokens
 to spare (``RECHECK_SHARE``), which keeps its cost off most steps.
 
@@ -48,6 +50,11 @@ __all__ = ["STEER_MARGIN", "Steering", "finish_chars_per_token", "witness_ending
 #: needs plus this many (the distance is a lower bound and the model's tokens rarely
 #: all shorten it).
 STEER_MARGIN = 3
+#: Finishes at hand: once this share of the budget is spent and the middle has never
+#: been complete, a step takes, among its first ``CLOSE_CANDIDATES`` viable candidates
+#: in the model's order, one after which the middle is complete, and stops there.
+CLOSE_SHARE = 0.5
+CLOSE_CANDIDATES = 8
 #: While steering is far from due, the distance is looked at again only after this
 #: share of the tokens to spare (a token rarely moves a finish by many tokens; the
 #: bound costs about as much as the parser's own step).
@@ -128,6 +135,10 @@ class Steering:
 
     def _choose(self, state: QuotientState, order: IdArray, ranking: TokenRanking) -> Choice:
         dec = self.decoder
+        if dec.tokens >= dec.opts.max_tokens * CLOSE_SHARE and dec.points.best is None:
+            closer = self._close(state, order, ranking)
+            if closer is not None:
+                return closer
         if dec.tokens < self._next_look:
             return None
         left = dec.opts.max_tokens - dec.tokens  # this step's token included
@@ -145,6 +156,32 @@ class Steering:
         if chosen is None:
             self.gave_up = dec.opts.witness_ending
         return chosen
+
+    def _close(self, state: QuotientState, order: IdArray, ranking: TokenRanking) -> Choice:
+        """The first of the first few viable candidates after which the middle is
+        complete, taken (None: none of them)."""
+        dec = self.decoder
+        banned = dec.banned.get(dec.tokens, ())
+        viable = 0
+        first_viable: int | None = None
+        for token in order:
+            tok = int(token)
+            if tok in banned or dec.backend.eog(tok) or not dec.vocab[tok]:
+                continue
+            got = dec._text_of(tok)
+            if got is None or got[1] or not got[0]:
+                continue  # no text, or a character left incomplete
+            new_state = state.feed(got[0])
+            if not new_state.viable:
+                continue
+            if first_viable is None:
+                first_viable = tok
+            if new_state.complete:
+                return self._take(tok, got[0], new_state, ranking, order, first_viable)
+            viable += 1
+            if viable >= CLOSE_CANDIDATES:
+                break
+        return None
 
     def _weigh(
         self,
