@@ -9,6 +9,8 @@ export const SECTION = 'fimlsp';
 export const MODES = ['constrained', 'unconstrained', 'checked'] as const;
 /** Values of the `lineMode` setting. */
 export const LINE_MODES = ['auto', 'single', 'multi'] as const;
+/** Values of the `serverApi` setting. */
+export const SERVER_APIS = ['auto', 'llama.cpp', 'openai'] as const;
 /** Target Python grammars. */
 export const PYTHON_VERSIONS = ['3.8', '3.9', '3.10', '3.11', '3.12', '3.13', '3.14', '3.15'] as const;
 
@@ -31,6 +33,9 @@ export interface ServerSettings {
   lineMode: (typeof LINE_MODES)[number];
   pythonVersion: (typeof PYTHON_VERSIONS)[number];
   maxDocumentChars: number;
+  apiKey: string | null;
+  serverApi: (typeof SERVER_APIS)[number];
+  modelVocab: string | null;
 }
 
 /** The server's own defaults (they match package.json's `contributes.configuration`). */
@@ -49,6 +54,9 @@ export const DEFAULTS: Readonly<ServerSettings> = Object.freeze({
   lineMode: 'auto',
   pythonVersion: '3.15',
   maxDocumentChars: 2_000_000,
+  apiKey: null,
+  serverApi: 'auto',
+  modelVocab: null,
 });
 
 /** Bounds the server accepts; a value outside is rejected by the server, so clamp it here. */
@@ -148,6 +156,9 @@ export function serverSettings(config: ConfigReader): ServerSettings {
       config.get('maxDocumentChars'),
       DEFAULTS.maxDocumentChars,
     ),
+    apiKey: optionalString(config.get<unknown>('apiKey')),
+    serverApi: choice(config.get('serverApi'), SERVER_APIS, DEFAULTS.serverApi),
+    modelVocab: optionalString(config.get<unknown>('modelVocab')),
   };
 }
 
