@@ -135,20 +135,22 @@ class ServerTokenizer:
 class RemoteRanking:
     """The alternatives a server sent for one position, best first.
 
-    Tokens it did not send have log-probability ``-inf``; ``end_logprob`` bounds the end
-    tokens it did not send (see there).  Asked for more than it knows, it fetches the
+    Tokens it did not send have log-probability ``-inf``; ``end_logprob`` estimates the
+    end tokens it did not send (see there).  Asked for more than it knows, it fetches the
     top ``k`` once through ``widen`` (see the module docstring), when given.
     """
 
-    __slots__ = ("_eog", "_ids", "_logprobs", "_lookup", "_widen")
+    __slots__ = ("_eog", "_ids", "_logprobs", "_lookup", "_n_vocab", "_widen")
 
     def __init__(
         self,
         top: Sequence[Candidate],
         eog: frozenset[int],
+        n_vocab: int,
         widen: Callable[[int], Sequence[Candidate] | None] | None = None,
     ) -> None:
         self._eog = eog
+        self._n_vocab = n_vocab
         self._widen = widen
         self._set(top)
 
@@ -181,17 +183,15 @@ class RemoteRanking:
         return self._lookup.get(token, -math.inf)
 
     def end_logprob(self) -> float:
-        """The end tokens the server sent, plus an upper bound on those it did not: each
-        as likely as the least likely token sent, all of them at most what the tokens
-        sent leave over.  Exact when every end token was sent."""
+        """The end tokens the server sent, plus an estimate of those it did not: each as
+        likely as the average token not sent.  Exact when every end token was sent."""
         lookup, eog = self._lookup, self._eog
         if not lookup:
             return -math.inf
-        probs = np.exp(self._logprobs)
-        known = float(sum(math.exp(lp) for t, lp in lookup.items() if t in eog))
+        known = sum(math.exp(lp) for t, lp in lookup.items() if t in eog)
         unsent = len(eog) - sum(1 for t in lookup if t in eog)
-        rest = max(0.0, 1.0 - float(probs.sum()))
-        mass = known + min(unsent * float(probs.min()), rest)
+        rest = max(0.0, 1.0 - float(np.exp(self._logprobs).sum()))
+        mass = known + unsent * rest / max(1, self._n_vocab - len(lookup))
         return math.log(mass) if mass > 0 else -math.inf
 
 
@@ -270,7 +270,7 @@ class RemoteGeneration:
             if self._stream is None:
                 n_predict = min(RUN_TOKENS, self._context_left())
                 if n_predict <= 0:
-                    return RemoteRanking((), backend.eog_ids)  # the context is full
+                    return backend.no_ranking()  # the context is full
                 self._stream = backend.open_stream(
                     self._prompt + self._accepted, n_predict, self._interrupt
                 )
@@ -282,7 +282,7 @@ class RemoteGeneration:
                 self._stream = None
                 if end is not None and end.stop in ("cancelled", "deadline"):
                     self.interrupted = True
-                    return RemoteRanking((), backend.eog_ids)
+                    return backend.no_ranking()
                 if end is not None and end.stop == "limit" and stream.steps_seen and not refilled:
                     backend.counters.refills += 1  # the run is spent: go on in a new one
                     refilled = True
@@ -311,15 +311,18 @@ class RemoteGeneration:
             self._backend.counters.wide += 1
             self._backend.ask_for(k)
             probed = self._probe_step(min(k, self._backend.wide_probs))
-            return None if probed is None else probed.top
+            if probed is None:
+                return None
+            self._backend.learn(probed.top)
+            return probed.top
 
         self._backend.learn(step.top)
-        return RemoteRanking(step.top, self._backend.eog_ids, widen if wide else None)
+        return self._backend.ranking(step.top, widen if wide else None)
 
     def _probe(self, n_probs: int) -> RemoteRanking:
         step = self._probe_step(n_probs)
         if step is None:
-            return RemoteRanking((), self._backend.eog_ids)
+            return self._backend.no_ranking()
         return self._ranked(step, wide=True)
 
     def _probe_step(self, n_probs: int) -> Step | None:
@@ -455,6 +458,18 @@ class RemoteBackend:
         if answer.end.stop in ("cancelled", "deadline") or not answer.steps:
             return None
         return answer.steps[0]
+
+    def ranking(
+        self,
+        top: Sequence[Candidate],
+        widen: Callable[[int], Sequence[Candidate] | None] | None = None,
+    ) -> RemoteRanking:
+        """A ranking of the alternatives ``top`` the server sent."""
+        return RemoteRanking(top, self.eog_ids, len(self._table), widen)
+
+    def no_ranking(self) -> RemoteRanking:
+        """The ranking where nothing can come (interrupted, or the context is full)."""
+        return self.ranking(())
 
     def learn(self, top: Sequence[Candidate]) -> None:
         """Take the bytes of alternatives the server named from its answer: llama-server
