@@ -49,6 +49,7 @@ from .server_api import (
     CompletionStream,
     ServerApi,
     ServerClient,
+    ServerProtocolError,
     ServerVocab,
     Step,
 )
@@ -501,7 +502,8 @@ def open_remote(
     timeout: float = 60.0,
 ) -> RemoteBackend:
     """Connect to the server at ``url`` and learn its model: API, vocabulary (or the local
-    copy ``model_vocab``), FIM layout and context size (a slot's, at most ``n_ctx``).
+    copy ``model_vocab``), FIM layout and context size (a slot's, at most ``n_ctx``; ``n_ctx``
+    where the server does not say, as llama-cpp-python's does not).
     Raises :class:`~.server_api.ServerError` when the server does not answer as it should,
     :class:`ModelError` when the vocabulary cannot be had."""
     local = LocalVocabulary(os.path.expanduser(model_vocab)) if model_vocab else None
@@ -515,7 +517,7 @@ def open_remote(
         deadline = time.perf_counter() + timeout
         client.detect(deadline=deadline)
         vocab = client.vocabulary(deadline=deadline)
-        slot_ctx = client.n_ctx()
+        slot_ctx = _server_n_ctx(client, n_ctx)
         name = _model_name(client)
     except BaseException:
         client.close()
@@ -538,6 +540,16 @@ def open_remote(
         n_probs=n_probs,
         wide_probs=wide_probs,
     )
+
+
+def _server_n_ctx(client: ServerClient, n_ctx: int | None) -> int:
+    """The context of one request as the server reports it, else ``n_ctx``."""
+    try:
+        return client.n_ctx()
+    except ServerProtocolError:
+        if n_ctx is None:
+            raise
+        return n_ctx
 
 
 def _model_name(client: ServerClient) -> str:
