@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,7 +34,7 @@ from model_fixtures import model_cache, stopping_model, tiny_factory  # noqa: F4
 from pytest_lsp import LanguageClient, client_capabilities
 from test_llama_server import llama_server_binary  # noqa: F401
 
-from bench.llama_server import LlamaServer, start_llama_server
+from bench.llama_server import LlamaServer, free_port, start_llama_server
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -188,3 +192,24 @@ async def test_a_wrong_api_key_says_so_and_the_right_one_works(
             )
         )
         keyed.stop()
+
+
+def _cli_complete(tmp_path: Path, url: str, **env: str) -> subprocess.CompletedProcess[str]:
+    source = tmp_path / "cli.py"
+    source.write_text(TEXT)
+    return subprocess.run(
+        [sys.executable, "-m", "lsp_server.cli", "complete", str(source), "--line", "2",
+         "--column", str(COLUMN + 1), "--model", url, "--max-tokens", "32", "--json"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, **env},
+    )  # fmt: skip
+
+
+async def test_the_command_line_completes_from_a_server(served: Served, tmp_path: Path) -> None:
+    done = _cli_complete(tmp_path, served.url)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["complete"] is True
+    offset = TEXT.index("+") + 1
+    ast.parse(TEXT[:offset] + result["middle"] + TEXT[offset:])
+    refused = _cli_complete(tmp_path, f"http://127.0.0.1:{free_port()}")
+    assert refused.returncode == 2 and "fimlsp: error:" in refused.stderr, refused.stderr
