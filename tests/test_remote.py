@@ -27,11 +27,10 @@ from model_fixtures import (  # noqa: F401  (fixtures are used by name)
     tiny_factory,
     tiny_model_path,
 )
+from test_backend import cuts  # noqa: F401  (the decoding tests' cuts)
 from test_llama_server import llama_server_binary  # noqa: F401
 
-from bench.grammar_coverage import Oracle, discover, stdlib_root
 from bench.llama_server import LlamaServer, running_llama_server, start_llama_server
-from bench.quotient_check import Corpus, make_cuts
 from lsp_server.decoding import Completion, DecodeOptions, generate
 from lsp_server.model import FimModel, Interrupted
 from lsp_server.model.remote import RemoteBackend, is_server_url, open_remote
@@ -98,24 +97,6 @@ def remote(server: LlamaServer) -> Iterator[RemoteBackend]:
 def remote_stopping(stopping_server: LlamaServer) -> Iterator[RemoteBackend]:
     with open_remote(stopping_server.url) as backend:
         yield backend
-
-
-@pytest.fixture(scope="module")
-def cuts() -> list[tuple[str, str]]:
-    root = stdlib_root()
-    names = ("bisect.py", "colorsys.py", "fnmatch.py", "textwrap.py")
-    files = discover([str(root / n) for n in names if (root / n).is_file()])
-    if not files:
-        pytest.skip(f"standard library sources not found under {root}")
-    with Oracle() as oracle:
-        corpus = Corpus(files, oracle)
-        out = []
-        for kind in ("boundary", "randspan"):
-            for cut in make_cuts(corpus, kind, 6, 11):
-                source = corpus.by_name(cut.file)
-                assert source is not None
-                out.append((source.text[: cut.left_end], source.text[cut.middle_end :]))
-    return out
 
 
 def _slots_busy(server: LlamaServer) -> bool:
