@@ -259,8 +259,9 @@ def test_the_openai_api_gives_the_same_middles(
     target: tuple[int, int],
 ) -> None:
     options = DecodeOptions(max_tokens=12, token_healing=False)
-    with open_remote(stopping_server.url, server_api="openai") as openai:
-        assert openai.client.api == "openai"
+    # An OpenAI client's base URL ends in /v1: the same server.
+    with open_remote(f"{stopping_server.url}/v1/", server_api="openai") as openai:
+        assert openai.client.api == "openai" and openai.client.url == stopping_server.url
         for left, right in cuts[:6]:
             expected = generate(remote_stopping, left, right, options, target=target)
             assert _outcome(generate(openai, left, right, options, target=target)) == _outcome(
