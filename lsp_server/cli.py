@@ -118,14 +118,16 @@ def _complete(args: argparse.Namespace) -> int:
         seed=args.seed,
         single_line=args.single_line,
         deadline_s=args.deadline,
+        file_path=args.file,
     )
     try:
         with _open_backend(args) as model:
             result = generate(model, text[:offset], text[offset:], options, target=args.target)
+            detected = model.detected()
     except (ModelError, ServerError) as exc:  # a model that cannot load, a server that fails
         raise CommandError(str(exc)) from exc
     if args.json:
-        print(json.dumps(result.as_dict(), indent=2))
+        print(json.dumps({**result.as_dict(), "model": detected}, indent=2))
         return 0
     sys.stdout.write(result.middle)
     if not result.middle.endswith("\n"):

@@ -134,7 +134,7 @@ def test_the_servers_model_is_the_in_process_one(
 ) -> None:
     assert remote.has_fim and remote.layout == local.layout
     assert remote.fim_tokens == local.fim_tokens
-    assert remote.eog_ids == frozenset(local.eog_ids)
+    assert list(remote.eog_ids) == list(local.eog_ids)
     assert remote.n_ctx == N_CTX and remote.name == tiny_model_path.name
     assert "FIM" in remote.describe() and remote.client.url in remote.describe()
     table, expected = remote.vocab_bytes, local.vocab_bytes
@@ -152,7 +152,7 @@ def test_a_local_copy_of_the_vocabulary_is_exact(
     with open_remote(server.url, model_vocab=tiny_model_path) as backend:
         assert backend.vocab_bytes == local.vocab_bytes  # control tokens included
         assert backend.layout == local.layout and backend.fim_tokens == local.fim_tokens
-        assert backend.eog_ids == frozenset(local.eog_ids)
+        assert list(backend.eog_ids) == list(local.eog_ids)
         assert backend.build_fim_prompt(LEFT, RIGHT) == local.build_fim_prompt(LEFT, RIGHT)
 
 

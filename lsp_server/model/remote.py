@@ -41,7 +41,7 @@ import numpy as np
 from .backend import IdArray
 from .context import FloatArray, Interrupt
 from .errors import Interrupted, ModelError
-from .families import FimLayout, FimTokens
+from .families import FimLayout, FimTokens, detected
 from .prompt import PromptBuilder, Tokenizer
 from .server_api import (
     LLAMA_CPP,
@@ -55,6 +55,7 @@ from .server_api import (
 )
 from .server_api.client import incomplete_utf8_tail
 from .server_api.vocab import LocalVocabulary
+from .token_index import TokenIndex
 from .vocabulary import tokenize_without_dummy_space
 
 __all__ = [
@@ -164,17 +165,27 @@ class RemoteRanking:
         self._ids: IdArray = np.fromiter(seen.keys(), dtype=np.intp, count=len(seen))
         self._logprobs = np.fromiter(seen.values(), dtype=np.float64, count=len(seen))
 
-    def best(self, k: int) -> IdArray:
-        if k > len(self._ids) and self._widen is not None:
+    def _widened(self, k: int) -> None:
+        """Fetch the top ``k`` (once; see the module docstring)."""
+        if self._widen is not None:
             widen, self._widen = self._widen, None
             wider = widen(k)
             if wider is not None:
                 self._set(wider)
+
+    def best(self, k: int) -> IdArray:
+        if k > len(self._ids):
+            self._widened(k)
         out: IdArray = self._ids[: max(1, k)]
         return out
 
     def scores(self, tokens: IdArray) -> FloatArray:
+        """Log-probabilities of ``tokens``; asked for tokens it was not sent (the loop's
+        candidates while token healing owes text), it fetches the widest top first."""
         lookup = self._lookup
+        if self._widen is not None and any(int(t) not in lookup for t in tokens):
+            self._widened(self._n_vocab)
+            lookup = self._lookup
         out: FloatArray = np.array(
             [lookup.get(int(t), -math.inf) for t in tokens], dtype=np.float64
         )
@@ -368,7 +379,9 @@ class RemoteBackend:
         self.counters = RemoteCounters()
         self.fim_tokens: FimTokens = vocab.fim
         self.layout: FimLayout = vocab.layout
-        self.eog_ids = vocab.eog
+        self.eog_ids: tuple[int, ...] = tuple(sorted(vocab.eog))
+        self._eog_set = frozenset(vocab.eog)
+        self._index: TokenIndex | None = None  # built on first use, again after learning
         if local is not None:  # exact: the table llama.cpp renders generated text with
             self._table = list(local.tokens.token_bytes)
             tokenizer: Tokenizer = local.tokens
@@ -396,16 +409,28 @@ class RemoteBackend:
         return self.layout.has_fim
 
     def eog(self, token: int) -> bool:
-        return token in self.eog_ids
+        return token in self._eog_set
+
+    def detected(self) -> dict[str, object]:
+        """The detected family, layout and end tokens (see ``families.detected``)."""
+        table = self._table
+        return detected(self.layout, self.eog_ids, lambda t: table[t].decode("utf-8", "replace"))
+
+    @property
+    def token_index(self) -> TokenIndex:
+        """The index of the token bytes as known now (see ``learn``)."""
+        if self._index is None:
+            self._index = TokenIndex.cached(self._table)
+        return self._index
 
     def tokenize(self, text: str) -> list[int]:
         return self.tokenizer.tokenize(text)
 
     def build_fim_prompt(
-        self, prefix: str, suffix: str, max_new_tokens: int = 128, margin: int = 8
+        self, prefix: str, suffix: str, max_new_tokens: int = 128, path: str = "", margin: int = 8
     ) -> list[int]:
         budget = self.prompts.window_budget(max_new_tokens, margin)
-        return self.prompts.build(prefix, suffix, budget)
+        return self.prompts.build(prefix, suffix, budget, path)
 
     def prefill(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> None:
         """Have the server read ``prompt`` into its cache, generating nothing (what
@@ -466,7 +491,7 @@ class RemoteBackend:
         widen: Callable[[int], Sequence[Candidate] | None] | None = None,
     ) -> RemoteRanking:
         """A ranking of the alternatives ``top`` the server sent."""
-        return RemoteRanking(top, self.eog_ids, len(self._table), widen)
+        return RemoteRanking(top, self._eog_set, len(self._table), widen)
 
     def no_ranking(self) -> RemoteRanking:
         """The ranking where nothing can come (interrupted, or the context is full)."""
@@ -482,6 +507,7 @@ class RemoteBackend:
             token = cand.token
             if token is not None and 0 <= token < len(table) and table[token] != cand.piece:
                 table[token] = cand.piece
+                self._index = None
 
     def ask_for(self, k: int) -> None:
         """The decoder tries ``k`` candidates: stream that many alternatives from now on
