@@ -78,8 +78,10 @@ class BackendWrapper:
     def tokenize(self, text: str) -> list[int]:
         return self.inner.tokenize(text)
 
-    def build_fim_prompt(self, prefix: str, suffix: str, max_new_tokens: int = 128) -> list[int]:
-        return self.inner.build_fim_prompt(prefix, suffix, max_new_tokens)
+    def build_fim_prompt(
+        self, prefix: str, suffix: str, max_new_tokens: int = 128, budget: int | None = None
+    ) -> list[int]:
+        return self.inner.build_fim_prompt(prefix, suffix, max_new_tokens, budget)
 
     def prefill(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> None:
         self.inner.prefill(prompt, interrupt)

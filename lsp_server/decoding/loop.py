@@ -39,7 +39,9 @@ def build_prompt(
     """The prompt's tokens, and the text token healing took out of it (owed by the
     first generated tokens)."""
     prompt_left, owed = heal_split(backend, left) if options.token_healing else (left, "")
-    prompt = backend.build_fim_prompt(prompt_left, right, max_new_tokens=options.max_tokens)
+    prompt = backend.build_fim_prompt(
+        prompt_left, right, max_new_tokens=options.max_tokens, budget=options.prompt_budget
+    )
     if not prompt:  # no FIM tokens, no BOS and nothing before the cursor
         prompt = backend.tokenize("\n")
     return prompt, owed

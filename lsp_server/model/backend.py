@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from .context import FloatArray, Interrupt
 
-__all__ = ["Backend", "Generation", "IdArray", "LogitsRanking", "TokenRanking"]
+__all__ = ["Backend", "Generation", "IdArray", "LogitsRanking", "PromptCache", "TokenRanking"]
 
 IdArray = npt.NDArray[np.intp]
 
@@ -105,8 +105,11 @@ class Backend(Protocol):
         """Token ids of plain text (special-token texts stay text)."""
         ...
 
-    def build_fim_prompt(self, prefix: str, suffix: str, max_new_tokens: int = 128) -> list[int]:
-        """The prompt for text around the cursor, cut to fit with room to generate."""
+    def build_fim_prompt(
+        self, prefix: str, suffix: str, max_new_tokens: int = 128, budget: int | None = None
+    ) -> list[int]:
+        """The prompt for text around the cursor, cut to fit with room to generate, and to
+        ``budget`` tokens of text when given (whole lines, nearest the cursor first)."""
         ...
 
     def prefill(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> None:
@@ -129,6 +132,26 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Release the model; the backend is unusable afterwards."""
+        ...
+
+
+@runtime_checkable
+class PromptCache(Protocol):
+    """What a backend that keeps the prompts it has read can say and do (optional).
+
+    The planner sizes a prompt by what reading it costs (``uncached``), and the engine's
+    read-ahead reads the prompt the next request will likely need when the model has
+    nothing else to do (``read_ahead``).  A backend without these gets prompts sized for
+    a cold read, and read-ahead through :meth:`Backend.prefill`.
+    """
+
+    def uncached(self, prompt: Sequence[int]) -> int:
+        """How many of ``prompt``'s tokens reading it would cost (not cached)."""
+        ...
+
+    def read_ahead(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> None:
+        """Read ``prompt`` speculatively, in short interruptible chunks, without losing the
+        prompt the last generation used.  ``Interrupted`` as for :meth:`Backend.start`."""
         ...
 
 
