@@ -140,7 +140,9 @@ class Decoder:
         while self.tokens < self.opts.max_tokens:
             if self.stop():
                 return self.stop.reason or StopReason.CANCELLED
-            if self.stop_when_connected and self.tokens and self._connected():
+            # Connected, once the middle has text: a line complete as typed, the healed
+            # token written back, is no suggestion.
+            if self.stop_when_connected and self.middle and self._connected():
                 return StopReason.CONNECTED
             chosen = self._choose(generation.ranking())
             if chosen is None:
@@ -234,7 +236,9 @@ class Decoder:
         for token in order:
             tok = int(token)
             if self.backend.eog(tok):
-                if not self.held:
+                # A model that never sees the text after the cursor ends where it thinks
+                # the file ends: right after the left context, that is no suggestion.
+                if not self.held and (self.middle or not self.stop_when_connected):
                     t0 = time.perf_counter_ns()
                     done = state.complete
                     self._parser_ns += time.perf_counter_ns() - t0
