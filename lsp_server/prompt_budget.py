@@ -59,8 +59,9 @@ class ReadSpeed:
     """Prompt tokens read per second: a running mean of measured reads."""
 
     def __init__(self, initial: float | None = None) -> None:
+        """``initial``: a measurement (the engine's at load), or None for a guess."""
         self.tokens_per_s = INITIAL_SPEED if initial is None else initial
-        self.samples = 0
+        self.samples = 0 if initial is None else 1
 
     def note(self, tokens: int, seconds: float) -> None:
         """One read of ``tokens`` tokens took ``seconds``."""

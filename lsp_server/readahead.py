@@ -37,6 +37,7 @@ from quotient_parser.quotient import BuildInterrupted
 from .model import Backend, Interrupted
 from .model.backend import PromptCache
 from .planner import Planner
+from .prompt_budget import PromptChoice
 from .settings import Settings
 
 __all__ = ["IDLE_S", "ReadAhead", "edit_end"]
@@ -253,13 +254,17 @@ class ReadAhead:
             model.prefill(now.prompt, stop)
             self._count(0.0, now.uncached, steps=0)
             return
+        self._read(model, now, stop)
+        # Then the largest prompt worth having, sized with the speed just measured.
         widest = budget.choose(model, left, right, options, deadline_s, allowance=1 << 30)
-        for choice in (now, widest):
-            if choice.uncached > 1:
-                started = time.perf_counter()
-                try:
-                    model.read_ahead(choice.prompt, stop)
-                finally:
-                    read = choice.uncached - model.uncached(choice.prompt)
-                    self._count(0.0, read, steps=0)
-                budget.speed.note(choice.uncached, time.perf_counter() - started)
+        self._read(model, widest, stop)
+
+    def _read(self, model: PromptCache, choice: PromptChoice, stop: Interrupt) -> None:
+        if choice.uncached <= 1:
+            return
+        started = time.perf_counter()
+        try:
+            model.read_ahead(choice.prompt, stop)
+        finally:
+            self._count(0.0, choice.uncached - model.uncached(choice.prompt), steps=0)
+        self.planner.budget.speed.note(choice.uncached, time.perf_counter() - started)
