@@ -7,9 +7,11 @@ that work ahead for the *focus*: the document last opened, changed or asked abou
 the cursor there when it is known (a request's position; after an edit, where the edit
 ended).  In order, each step interruptible and resumed at the next pause:
 
-* on the quotient thread, the document's whole text is parsed once
+* on the quotient thread, the document's whole text is parsed once forwards
   (:meth:`~quotient_parser.quotient.QuotientBuilder.warm`: a first request anywhere
-  starts from the line start before its cursor), and, at the cursor, the quotient
+  starts from the line start before its cursor) and once backwards
+  (:meth:`~quotient_parser.quotient.QuotientBuilder.warm_right`: the check of the code
+  after any cursor reads only its first line), and, at the cursor, the quotient
   itself (the code after the cursor);
 * on the worker, the prompt a request at the cursor would read now, then the largest
   prompt the machine is worth (:meth:`~lsp_server.prompt_budget.PromptBudget.
@@ -225,13 +227,14 @@ class ReadAhead:
             self._quotient_task = quotients.submit(task)
 
     def _warm_quotient(self, focus: _Focus, settings: Settings, stop: Interrupt) -> None:
-        """The whole document's states (unless most of them are warm), then the quotient
-        at the cursor."""
+        """The whole document's states (unless most of them are warm) and its backward
+        parse, then the quotient at the cursor."""
         if len(focus.text) > settings.max_document_chars:
             return
         builder = self.planner.builder(focus.uri, settings.target)
         if 2 * builder.warmed_lines(focus.text) < count_line_ends(focus.text):
             builder.warm(focus.text, stop)
+        builder.warm_right(focus.text, stop)
         if focus.cursor is not None:
             left, right = focus.text[: focus.cursor], focus.text[focus.cursor :]
             builder.build(left, right, interrupt=stop)

@@ -40,7 +40,10 @@ trade-offs (section VI-B).  What keeps it fast is sharing:
   of L; a new left context that shares a prefix with the previous one
   restarts from the last line start before they differ.  A builder can also be
   warmed with a whole document (:meth:`QuotientBuilder.warm`), so that a first
-  request anywhere in it starts from the line start before the cursor.
+  request anywhere in it starts from the line start before the cursor, and
+  (:meth:`QuotientBuilder.warm_right`) parsed backwards, so that the check
+  whether a right context cut from it can end a module at all (``suffix``)
+  reads only the front of R.
 
 Construction of a large file's quotient can be interrupted: ``interrupt`` (a
 callable) is polled every few lines of L and of R, and :class:`BuildInterrupted`
@@ -74,7 +77,7 @@ from lexer.version import NEWEST, TargetLike, TargetVersion
 
 from .earley import Chart
 from .recognizer import Recognizer, RecognizerState
-from .suffix import right_context_can_end_module
+from .suffix import right_context_can_end_module, warm_backward_parse
 
 if TYPE_CHECKING:
     from .finish import FinishAnalysis
@@ -480,6 +483,8 @@ class QuotientBuilder:
         self._document_index: _LeftIndex | None = None
         self._rights: OrderedDict[str, _RightContext] = OrderedDict()
         self._right_cache = right_cache
+        #: The charts of a whole document's backward parse (:meth:`warm_right`).
+        self._backward_charts: list[Chart] = []
 
     def build(
         self,
@@ -504,6 +509,19 @@ class QuotientBuilder:
         except BuildInterrupted as stop:
             self._document_index = stop.args[0]
             raise
+
+    def warm_right(self, document: str, interrupt: Interrupt | None = None) -> None:
+        """Parse ``document`` backwards ahead of requests and keep its charts: a later
+        right context cut from it is checked (can it end a module?) by steps memoised
+        here but for its first line.  Interruptible like :meth:`build` (raising
+        :class:`BuildInterrupted`); the part parsed is kept and found again at once by
+        the next call."""
+        charts: list[Chart] = []
+        done = warm_backward_parse(document, self.recognizer.version, charts, interrupt)
+        if done or len(charts) > len(self._backward_charts):
+            self._backward_charts = charts
+        if not done:
+            raise BuildInterrupted(self._document_index)
 
     def warmed_lines(self, document: str) -> int:
         """How many line starts of ``document`` the warmed states cover (see :meth:`warm`)."""

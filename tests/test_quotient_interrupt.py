@@ -107,3 +107,40 @@ def test_warming_resumes_where_it_was_interrupted(
     # an edit: the warmed states before it still serve, those after it are not used
     edited = text[:500] + "x = (\n" + text[500:]
     _same_answers(builder, edited[:2000], edited[2000:], target, ast_accepts)
+
+
+def _counting_successors(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the charts computed afresh (``Chart._successor``: a step not memoised)."""
+    from quotient_parser.earley import Chart
+
+    real = Chart._successor
+    count = [0]
+
+    def counted(self: Chart, symbol: int) -> object:
+        count[0] += 1
+        return real(self, symbol)
+
+    monkeypatch.setattr(Chart, "_successor", counted)
+    return count
+
+
+def test_a_backward_warm_serves_every_right_context_of_the_document(
+    target: tuple[int, int], ast_accepts: Accepts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from quotient_parser.suffix import right_context_can_end_module
+
+    text = _text().replace("def ", "def  ", 1) + "\n\nclass Tail:\n    pass\n"  # unseen text
+    cuts = [line_end_offsets(text)[i] + 3 for i in (40, 150, 300)]
+    builder = QuotientBuilder(target)
+    with pytest.raises(BuildInterrupted):
+        builder.warm_right(text, _after(2))  # stopped after one poll's worth of symbols
+    fresh = _counting_successors(monkeypatch)
+    builder.warm_right(text)  # resumes: the part parsed is found memoised
+    whole = fresh[0]
+    assert whole > 1000
+    for cut in cuts:
+        fresh[0] = 0
+        can_end = right_context_can_end_module(text[cut:], target)
+        assert can_end
+        assert fresh[0] < whole // 8, (cut, fresh[0], whole)  # only the front is new
+        _same_answers(builder, text[:cut], text[cut:], target, ast_accepts)
