@@ -459,6 +459,7 @@ def _cold_report(
         "errors": len(cold.errors),
         "error_samples": cold.errors[:5],
         "read_ahead_cpu_ms": _delta(after, before, "readAheadCpuMs"),
+        "rss_mb_after": after.get("rssMb"),
         "requests": cold.requests,
     }
 
@@ -591,7 +592,7 @@ def summary(r: dict[str, Any]) -> str:
             f"{cold['pause_ms']:.0f} ms after opening: {cold['with_completion']} with a "
             f"completion; latency p50 {cold['latency_ms_p50']} ms, p95 {cold['latency_ms_p95']} "
             f"ms, max {cold['latency_ms_max']} ms; errors {cold['errors']}; read-ahead "
-            f"{cold['read_ahead_cpu_ms']} ms CPU"
+            f"{cold['read_ahead_cpu_ms']} ms CPU; server memory after: {cold['rss_mb_after']} MB"
         )
     return "\n".join(lines)
 
