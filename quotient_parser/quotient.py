@@ -483,8 +483,6 @@ class QuotientBuilder:
         self._document_index: _LeftIndex | None = None
         self._rights: OrderedDict[str, _RightContext] = OrderedDict()
         self._right_cache = right_cache
-        #: The charts of a whole document's backward parse (:meth:`warm_right`).
-        self._backward_charts: list[Chart] = []
 
     def build(
         self,
@@ -515,12 +513,9 @@ class QuotientBuilder:
         right context cut from it is checked (can it end a module?) by steps memoised
         here but for its first line.  Interruptible like :meth:`build` (raising
         :class:`BuildInterrupted`); the part parsed is kept and found again at once by
-        the next call."""
-        charts: list[Chart] = []
-        done = warm_backward_parse(document, self.recognizer.version, charts, interrupt)
-        if done or len(charts) > len(self._backward_charts):
-            self._backward_charts = charts
-        if not done:
+        the next call.  The charts are kept with the last few right contexts' (``suffix``),
+        so memory stays bounded by what checking those costs."""
+        if not warm_backward_parse(document, self.recognizer.version, interrupt):
             raise BuildInterrupted(self._document_index)
 
     def warmed_lines(self, document: str) -> int:

@@ -209,18 +209,17 @@ _POLL_SYMBOLS = 256
 
 
 def warm_backward_parse(
-    document: str,
-    version: tuple[int, int],
-    keep: list[Chart],
-    interrupt: Callable[[], bool] | None = None,
+    document: str, version: tuple[int, int], interrupt: Callable[[], bool] | None = None
 ) -> bool:
-    """Parse a whole document backwards ahead of requests, keeping its charts in ``keep``.
+    """Parse a whole document backwards ahead of requests, keeping its charts among the
+    recent parses.
 
     A right context cut from the document (the text after a cursor) lexes to the same
     symbols from its second line to its end, and every backward parse starts from one
-    initial chart: while ``keep`` holds the document's charts, the right context's check
+    initial chart: while the document's charts are kept, the right context's check
     finds its steps memoised except the few at its front.  Returns False when
-    ``interrupt`` stopped it (``keep`` then holds the part from the end that was parsed).
+    ``interrupt`` stopped it (the part from the end that was parsed is kept: the next
+    call finds it memoised and goes on).
     """
     try:
         symbols = _lex(_Attempt("", True), document, version)
@@ -228,7 +227,8 @@ def warm_backward_parse(
         return True  # nothing to share: the document does not lex from its start
     _, classify = _reversed_automaton(version)
     chart: Chart | None = _initial_chart(version)
-    keep.append(chart)  # type: ignore[arg-type]
+    keep: list[Chart] = [chart]  # type: ignore[list-item]
+    _RECENT_PARSES.append(keep)
     for done, (kind, text, _start) in enumerate(reversed(symbols)):
         if interrupt is not None and done % _POLL_SYMBOLS == 0 and interrupt():
             return False
