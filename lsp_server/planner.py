@@ -26,7 +26,9 @@ import time
 from collections import OrderedDict
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from lexer.version import TargetVersion
 from quotient_parser.quotient import BuildInterrupted, Quotient, QuotientBuilder
@@ -105,10 +107,13 @@ class Planner:
                 self._builders.move_to_end(key)
         return builder
 
-    def prompt_options(self, settings: Settings) -> DecodeOptions:
-        """The options that shape a request's prompt (its budget aside)."""
+    def prompt_options(self, settings: Settings, uri: str) -> DecodeOptions:
+        """The options that shape the prompt of a request in ``uri`` (its budget aside)."""
         return DecodeOptions(
-            mode=settings.mode, max_tokens=settings.max_tokens, top_k=settings.top_k
+            mode=settings.mode,
+            max_tokens=settings.max_tokens,
+            top_k=settings.top_k,
+            file_path=_file_name(uri),
         )
 
     # ---------------------------------------------------------------- answering
@@ -132,7 +137,7 @@ class Planner:
             model,
             request.left,
             request.right,
-            self.prompt_options(settings),
+            self.prompt_options(settings, request.uri),
             settings.deadline_ms / 1e3,
         )
         building = self._start_quotient(request)
@@ -270,6 +275,12 @@ class Planner:
         return _answer(request, state, suggestions, stop, **figures)
 
 
+def _file_name(uri: str) -> str:
+    """The document's file name, for families whose prompts name the file (Mellum's
+    ``<filename>``); the server knows no project root to make a relative path from."""
+    return PurePosixPath(unquote(urlsplit(uri).path)).name
+
+
 def _generate(
     request: Request, model: Backend, quotient: Quotient, single: bool, budget: int
 ) -> Completion:
@@ -284,6 +295,7 @@ def _generate(
         single_line=single,
         deadline_s=max(0.01, settings.deadline_ms / 1e3 - elapsed),
         prompt_budget=budget,
+        file_path=_file_name(request.uri),
     )
     result = generate(
         model,

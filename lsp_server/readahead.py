@@ -249,7 +249,7 @@ class ReadAhead:
         if len(focus.text) > settings.max_document_chars:
             return
         left, right = focus.text[: focus.cursor], focus.text[focus.cursor :]
-        options = self.planner.prompt_options(settings)
+        options = self.planner.prompt_options(settings, focus.uri)
         budget = self.planner.budget
         deadline_s = settings.deadline_ms / 1e3
         now = budget.choose(model, left, right, options, deadline_s)

@@ -78,7 +78,7 @@ def test_read_ahead_warms_the_quotient_and_the_prompts(model: FimModel) -> None:
     cursor = TEXT.index("def f100")
     ahead.requested(URI, TEXT, cursor)  # a request says where the cursor is
     ahead.run(model, SETTINGS, None, lambda: False)
-    budget, options = ahead.planner.budget, ahead.planner.prompt_options(SETTINGS)
+    budget, options = ahead.planner.budget, ahead.planner.prompt_options(SETTINGS, URI)
     left, right = TEXT[:cursor], TEXT[cursor:]
     widest = budget.choose(model, left, right, options, 3.0, allowance=1 << 30)
     assert widest.budget > budget.cold_allowance(3.0)
@@ -97,7 +97,7 @@ def test_an_edit_moves_the_cursor_read_ahead_reads_for(model: FimModel) -> None:
     ahead.document(URI, edited)
     ahead.run(model, SETTINGS, None, lambda: False)
     left, right = edited[: cursor + 6], edited[cursor + 6 :]
-    options = ahead.planner.prompt_options(SETTINGS)
+    options = ahead.planner.prompt_options(SETTINGS, URI)
     now = ahead.planner.budget.choose(model, left, right, options, 3.0)
     assert now.uncached == 0
 

@@ -94,13 +94,24 @@ class PromptBuilder:
 
     # ------------------------------------------------------------ prompts
 
-    def build(self, prefix: str, suffix: str, budget: int, limit: int | None = None) -> list[int]:
+    def build(
+        self, prefix: str, suffix: str, budget: int, limit: int | None = None, path: str = ""
+    ) -> list[int]:
         """Token ids of the FIM prompt for text around the cursor, cut to ``budget``
         tokens of text (see :func:`~lsp_server.model.families.assemble_prompt` and
-        :meth:`fit`)."""
-        prefix, suffix = self.fit(prefix, suffix, budget, limit)
+        :meth:`fit`); ``path`` names the file where the layout has a file header (its
+        tokens count against the budget and the limit)."""
+        header = self.tokenizer.tokenize(path) if path and self.layout.file_header else []
+        limit = budget if limit is None else limit
+        prefix, suffix = self.fit(
+            prefix, suffix, max(1, budget - len(header)), max(1, limit - len(header))
+        )
         return assemble_prompt(
-            self.layout, self.tokens, self._tokenize_prefix(prefix), self._tokenize_suffix(suffix)
+            self.layout,
+            self.tokens,
+            self._tokenize_prefix(prefix),
+            self._tokenize_suffix(suffix),
+            header,
         )
 
     def fit(
