@@ -211,7 +211,10 @@ def _open_backend(args: argparse.Namespace) -> Any:
             model_vocab=args.model_vocab,
             n_ctx=args.ctx_size,
         )
-    return open_model(args.model, n_ctx=args.ctx_size, n_threads=args.threads,
+    from .model.threads import suitable_threads
+
+    threads = args.threads or suitable_threads()
+    return open_model(args.model, n_ctx=args.ctx_size, n_threads=threads,
                       n_gpu_layers=args.gpu_layers)  # fmt: skip
 
 
@@ -241,7 +244,9 @@ def _add_complete_command(sub: Any) -> None:
     comp.add_argument("--single-line", action="store_true", help="the middle may not span lines")
     comp.add_argument("--deadline", type=float, default=None, help="seconds for the whole request")
     comp.add_argument("--ctx-size", type=int, default=4096)
-    comp.add_argument("--threads", type=int, default=1)
+    comp.add_argument(
+        "--threads", type=int, default=0, help="llama.cpp's threads (0: physical cores less one)"
+    )
     comp.add_argument("--gpu-layers", type=int, default=None, help="default: all if supported")
     comp.add_argument("--target", default=str(NEWEST), help=_TARGET_HELP)
     comp.add_argument("--json", action="store_true", help="print one JSON object")

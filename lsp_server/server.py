@@ -160,6 +160,7 @@ class FimLanguageServer(LanguageServer):
 
     def open_document(self, item: types.TextDocumentItem) -> None:
         self.documents[item.uri] = Document(item.uri, item.text, item.version, item.language_id)
+        self.engine.document_changed(item.uri, item.text)
 
     def change_document(self, params: types.DidChangeTextDocumentParams) -> None:
         """Apply the changes in order; on a change that does not fit, say so and stop (the
@@ -184,6 +185,7 @@ class FimLanguageServer(LanguageServer):
                 )
                 return
         doc.version = params.text_document.version
+        self.engine.document_changed(doc.uri, doc.text)
 
     def close_document(self, uri: str) -> None:
         self.documents.pop(uri, None)

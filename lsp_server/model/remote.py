@@ -427,10 +427,17 @@ class RemoteBackend:
         return self.tokenizer.tokenize(text)
 
     def build_fim_prompt(
-        self, prefix: str, suffix: str, max_new_tokens: int = 128, path: str = "", margin: int = 8
+        self,
+        prefix: str,
+        suffix: str,
+        max_new_tokens: int = 128,
+        path: str = "",
+        budget: int | None = None,
+        margin: int = 8,
     ) -> list[int]:
-        budget = self.prompts.window_budget(max_new_tokens, margin)
-        return self.prompts.build(prefix, suffix, budget, path)
+        """As ``FimModel.build_fim_prompt``: cut to ``budget`` tokens of text, within the
+        server's context with room for ``max_new_tokens``."""
+        return self.prompts.for_request(prefix, suffix, max_new_tokens, path, budget, margin)
 
     def prefill(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> None:
         """Have the server read ``prompt`` into its cache, generating nothing (what
