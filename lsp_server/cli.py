@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -148,14 +149,19 @@ def _serve(args: argparse.Namespace) -> int:
     root.addHandler(handler)
     root.setLevel(args.log_level)
 
-    from .server import create_server
+    from .jsonrpc import serve_stdio, serve_tcp
+    from .server import create_server, tune_gc
 
     server = create_server()
-    if args.tcp:
-        server.start_tcp(args.host, args.port)
-    else:
-        server.start_io()
-    return 0
+    tune_gc()
+    code = serve_tcp(server, args.host, args.port) if args.tcp else serve_stdio(server)
+    if server.engine.worker_alive:
+        # Still inside llama.cpp after the wait: leave without tearing the model down
+        # under it (interpreter finalization would free it).
+        sys.stdout.flush()
+        logging.shutdown()
+        os._exit(code)
+    return code
 
 
 def build_parser() -> argparse.ArgumentParser:

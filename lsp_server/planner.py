@@ -22,14 +22,17 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from lexer.text import LINE_END_RE
 from lexer.version import TargetVersion
+from quotient_parser.newer_syntax import NewerSyntax, find_newer_syntax
 from quotient_parser.quotient import Quotient, QuotientBuilder
 
 from .decoding import Completion, DecodeOptions, generate
 from .lines import document_line_ends, single_line
 from .model import Backend
 from .request import Answer, Request, Suggestion
-from .status import EngineState, StopReason
+from .status import EngineState, StopReason, target_status
+from .target import ProjectTarget, target_in_force
 
 __all__ = ["Planner"]
 
@@ -56,12 +59,19 @@ class Planner:
     def __init__(self) -> None:
         self._builders: OrderedDict[tuple[str, TargetVersion], QuotientBuilder] = OrderedDict()
         self._shown: dict[str, _Shown] = {}
+        #: Per document: the text through the line that needs a newer Python (or the
+        #: whole text when none does), for its target, and what was found.
+        self._newer: dict[str, tuple[TargetVersion, str, NewerSyntax | None]] = {}
         self._lock = threading.Lock()
+        #: The client's workspace folders (from ``initialize``): where an ``auto``
+        #: target is read from (a project's virtual environment).
+        self.workspace_folders: tuple[str, ...] = ()
 
     def forget(self, uri: str) -> None:
         """The document was closed: drop what was kept for it."""
         with self._lock:
             self._shown.pop(uri, None)
+            self._newer.pop(uri, None)
             for key in [k for k in self._builders if k[0] == uri]:
                 del self._builders[key]
 
@@ -81,19 +91,50 @@ class Planner:
         refused = self._refusal(request, model, state, message)
         if refused is not None:
             return refused
+        target = request.target = target_in_force(
+            request.settings.python_version, request.uri, self.workspace_folders
+        )
         reused = self._typed_along(request)
         if reused is not None:
             return _answer(request, state, [reused], StopReason.REUSED, tokens=0)
-        quotient = self._quotient(request)
+        quotient = self._quotient(request, target.version)
         if request.settings.mode == "constrained" and quotient.empty:
-            message = (
-                "no text at the cursor can connect to the code after it"
-                if quotient.left_viable
-                else "the code before the cursor is not valid Python, whatever follows"
-            )
+            message = self._why_empty(request, quotient, target)
+            request.times.quotient_built = time.perf_counter()  # explaining is part of it
             return _nothing(request, state, StopReason.NO_MIDDLE_FITS, message)
         assert model is not None  # _refusal answers when there is none
         return self._generated(request, model, state, quotient)
+
+    def _why_empty(self, request: Request, quotient: Quotient, target: ProjectTarget) -> str:
+        """Why no middle fits: syntax newer than the target (say where, and where the
+        target came from), else which side of the cursor is at fault."""
+        newer = self._newer_syntax(request.uri, request.text, target.version)
+        if newer is not None:
+            return (
+                f"{newer.describe()}, newer than the target Python {target.version} "
+                f"({target.origin}): raise requires-python or set pythonVersion"
+            )
+        if quotient.left_viable:
+            return "no text at the cursor can connect to the code after it"
+        return "the code before the cursor is not valid Python, whatever follows"
+
+    def _newer_syntax(self, uri: str, text: str, target: TargetVersion) -> NewerSyntax | None:
+        """:func:`find_newer_syntax` of the document, kept while the text up to the line
+        it found (or all of it, when none) is unchanged: a user typing below that line
+        does not pay for another pass per keystroke."""
+        with self._lock:
+            known = self._newer.get(uri)
+        if known is not None and known[0] == target and text.startswith(known[1]):
+            if known[2] is not None or len(text) == len(known[1]):
+                return known[2]
+        found = find_newer_syntax(text, target)
+        head = text if found is None else text[: _line_end(text, found.offset)]
+        with self._lock:
+            self._newer.pop(uri, None)
+            self._newer[uri] = (target, head, found)
+            while len(self._newer) > BUILDERS_KEPT:
+                del self._newer[next(iter(self._newer))]
+        return found
 
     def _refusal(
         self, request: Request, model: Backend | None, state: EngineState, message: str
@@ -127,10 +168,9 @@ class Planner:
         rest = shown.middle[len(typed) :]
         return Suggestion(rest, shown.single_line, True, StopReason.REUSED)
 
-    def _quotient(self, request: Request) -> Quotient:
+    def _quotient(self, request: Request, target: TargetVersion) -> Quotient:
         """The quotient for the request, from the document's builder (kept for the next
         keystroke)."""
-        target = request.settings.target
         key = (request.uri, target)
         with self._lock:
             builder = self._builders.get(key)
@@ -192,7 +232,7 @@ def _generate(request: Request, model: Backend, quotient: Quotient, single: bool
         quotient.right,
         options,
         quotient=quotient if settings.mode == "constrained" else None,
-        target=settings.target,
+        target=quotient.target,
         cancel=request.cancel.is_set,
     )
     times = result.times
@@ -263,4 +303,12 @@ def _status(
     timing figures of :meth:`~lsp_server.status.RequestTimes.figures`."""
     request.times.done = time.perf_counter()
     status: dict[str, Any] = {"uri": request.uri, "state": state, "stopReason": stop}
+    if request.target is not None:
+        status.update(target_status(request.target))
     return {**status, **extra, **request.times.figures()}
+
+
+def _line_end(text: str, offset: int) -> int:
+    """The offset just past the line end after ``offset`` (or the text's end)."""
+    match = LINE_END_RE.search(text, offset)
+    return len(text) if match is None else match.end()
