@@ -436,6 +436,11 @@ class QuotientBuilder:
         self._right_cache = right_cache
 
     def build(self, left: str, right: str, *, stay_inside: bool = False) -> Quotient:
+        current = Recognizer(self.recognizer.version)
+        if current is not self.recognizer:  # a new generation (Recognizer.max_states)
+            self.recognizer = current
+            self._left_index = None
+            self._rights.clear()
         return Quotient(left, right, builder=self, stay_inside=stay_inside)
 
     def _left(self, text: str) -> tuple[_LeftIndex, RecognizerState]:
