@@ -12,6 +12,8 @@ storms; these tests check the mechanisms with small bounds.)
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import Iterator
 
 import pytest
@@ -64,6 +66,24 @@ def test_quotient_builders_move_to_the_new_generation(small_automata: None) -> N
     quotient = builder.build("def f(x):\n    return (x +", ")\n")
     assert builder.recognizer is not old and builder.recognizer is Recognizer("3.12")
     assert quotient.initial.feed(" 1").complete and not quotient.initial.feed(" 1 2").viable
+
+
+def test_an_old_generation_is_freed_once_nothing_holds_it(small_automata: None) -> None:
+    """No cache (yield tables, chart distances, finish analyses) keeps it alive."""
+    builder = QuotientBuilder("3.12")
+    quotient = builder.build("def f(x):\n    return (x +", ")\n")
+    state = quotient.initial.feed(" 1")
+    assert state.complete and state.distance() == 0
+    assert quotient.initial.distance() > 0 and quotient.initial.witness().text is not None
+    old = weakref.ref(builder.recognizer.automaton)
+    for source in SOURCES:
+        builder.recognizer.initial().feed(source)
+    del quotient, state
+    quotient = builder.build("def f(x):\n    return (x +", ")\n")
+    assert quotient.initial.distance() > 0 and quotient.initial.witness().text is not None
+    for _ in range(3):  # what dropped weak keys held may be cycles of their own
+        gc.collect()
+    assert old() is None
 
 
 def test_the_backward_parser_has_generations(small_automata: None) -> None:
