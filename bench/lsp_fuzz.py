@@ -38,7 +38,10 @@ probe's ``rssMb``); whether the server's copy of each document equals the
 client's whenever the client believes they agree (the probe with ``{"uri"}``
 returns the server's length and SHA-256); and every completion received, applied
 to the text it was asked for and checked with ``ast.parse`` in a separate
-process (a completion that does not parse is a bug).  Cases that kill or
+process (a completion that does not parse is a bug, except where CPython refuses
+the file only for its recursion depth, which fimlsp does not model: those are
+counted apart as ``beyond_depth_limits``; see docs/architecture.md, "CPython's
+implementation limits").  Cases that kill or
 silence the server are recorded and a fresh server is started, so one run
 covers every class.
 
