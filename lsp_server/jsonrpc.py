@@ -733,6 +733,13 @@ class JsonRpcGuard(LanguageServerProtocol):
             and message.get("jsonrpc") == "2.0"
             and (not isinstance(message.get("error"), dict) or "code" in message["error"])
         )
+        if not is_response and ("result" in message or "error" in message):
+            # A broken response (both members, a bad id): never answered, since the
+            # client would get an answer to one of its own ids, and two peers that
+            # answer each other's broken responses never stop.
+            self.message_problems["invalid response"] += 1
+            log.warning("dropping an invalid response: %s", str(message)[:200])
+            return
         if not is_response:
             self._reply_error(
                 msg_id if valid_id(msg_id) else None,

@@ -340,6 +340,14 @@ PROTOCOL_CASES: dict[str, tuple[list[bytes], bytes, Any, Any]] = {
         (1, -32600),
     ),
     "a method that is a number": ([INIT], msg(id=1, method=5), "popup", (1, -32600)),
+    "neither a request nor a response": ([INIT], msg(id=4), "popup", (4, -32600)),
+    "a response with a result and an error": (
+        [INIT],
+        msg(id=5, result=1, error={"code": 1, "message": "both"}),
+        None,
+        None,
+    ),
+    "a response with an object id": ([INIT], msg(id={"a": 1}, result=1), None, None),
     "a notification with an id": (
         [INIT],
         msg(id=1, method="textDocument/didSave", params={"textDocument": {"uri": "file:///a.py"}}),
