@@ -129,15 +129,19 @@ def _complete(args: argparse.Namespace) -> int:
         seed=args.seed,
         single_line=args.single_line,
         deadline_s=args.deadline,
+        file_path=args.file,
     )
     try:
         with open_model(args.model, n_ctx=args.ctx_size, n_threads=args.threads,
                         n_gpu_layers=args.gpu_layers) as model:  # fmt: skip
             result = generate(model, text[:offset], text[offset:], options, target=target.version)
+            detected = model.detected()
     except ModelError as exc:  # a model that cannot load, a context too small for the prompt
         raise CommandError(str(exc)) from exc
     if args.json:
-        print(json.dumps({**result.as_dict(), **target_status(target)}, indent=2))
+        print(
+            json.dumps({**result.as_dict(), **target_status(target), "model": detected}, indent=2)
+        )
         return 0
     sys.stdout.write(result.middle)
     if not result.middle.endswith("\n"):

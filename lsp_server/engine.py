@@ -52,6 +52,9 @@ class Engine:
         self.model: Backend | None = None
         self.planner = Planner()
         self._model_key: tuple[object, ...] | None = None
+        #: What was detected about the loaded model (family, layout, end tokens), taken
+        #: at load so that a status request never reads the model the worker uses.
+        self.detected: dict[str, object] | None = None
         self._wanted_key: tuple[object, ...] | None = None
         self._latest: dict[str, Request] = {}
         self.served = 0  # requests answered, cancelled ones included
@@ -131,6 +134,7 @@ class Engine:
         if key != self._wanted_key:
             return  # superseded by a newer configuration while queued
         old, self.model, self._model_key = self.model, None, None
+        self.detected = None
         if old is not None:
             old.close()
         try:
@@ -145,6 +149,7 @@ class Engine:
         if key != self._wanted_key:
             model.close()
             return
+        self.detected = model.detected()
         self.model, self._model_key = model, key
         self.on_progress(100, "ready")
         self._set_state(EngineState.READY, model.describe())

@@ -20,7 +20,9 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from lexer.text import LINE_END_RE
 from lexer.version import TargetVersion
@@ -215,6 +217,12 @@ class Planner:
         return _answer(request, state, suggestions, stop, **_result_figures(result, single))
 
 
+def _file_name(uri: str) -> str:
+    """The document's file name, for families whose prompts name the file (Mellum's
+    ``<filename>``); the server knows no project root to make a relative path from."""
+    return PurePosixPath(unquote(urlsplit(uri).path)).name
+
+
 def _generate(request: Request, model: Backend, quotient: Quotient, single: bool) -> Completion:
     """One generation within what is left of the request's deadline."""
     settings = request.settings
@@ -225,6 +233,7 @@ def _generate(request: Request, model: Backend, quotient: Quotient, single: bool
         top_k=settings.top_k,
         single_line=single,
         deadline_s=max(0.01, settings.deadline_ms / 1e3 - elapsed),
+        file_path=_file_name(request.uri),
     )
     result = generate(
         model,

@@ -358,6 +358,7 @@ class FimLanguageServer(LanguageServer):
             "documents": len(self.documents),
             **self.requests.counters(),
             **self.engine.counters(),
+            "model": self.engine.detected,
             "rssMb": round(rss_mb(), 1),
         }
 

@@ -211,7 +211,9 @@ class InsideState(QuotientState):
         if not text:
             return self
         escaped = self.escaped or self.quotient.enclosure.escapes(self.state, text)
-        return InsideState(self.quotient, self.state.feed(text), escaped)
+        child = InsideState(self.quotient, self.state.feed(text), escaped)
+        self._child(child, text)
+        return child
 
     @property
     def viable(self) -> bool:

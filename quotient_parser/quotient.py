@@ -189,6 +189,7 @@ class _RightContext:
         k = bisect.bisect_right(ends, r)
         result = False
         current: Chart | None = chart
+        lines = 1  # lines fed at once: doubled while a symbol spans them (see below)
         while True:
             if r >= len(text):
                 try:
@@ -198,8 +199,8 @@ class _RightContext:
                 current = self._scan(current, symbols, base)
                 result = current is not None and current.accepting
                 break
-            end = ends[k]
-            k += 1
+            k = min(k + lines, len(ends))
+            end = ends[k - 1]
             try:
                 lex, symbols = lex.feed(text[r:end])
             except LexError:
@@ -208,6 +209,11 @@ class _RightContext:
             current = self._scan(current, symbols, base)
             if current is None:
                 break
+            # The lexer lexes its pending text again with each feed: a string that
+            # stays open over many lines of R, fed line by line, would cost the square
+            # of its length.  While one is pending, feed twice as many lines each time
+            # (no clean line start, where the memo is asked, can lie inside it).
+            lines = lines * 2 if lex.pending and not lex.at_line_start else 1
             sync = lex.sync_key()
             if sync is not None:
                 key: tuple[int, object, Chart] = (r, sync, current)
@@ -356,21 +362,77 @@ class Quotient:
         return FinishAnalysis(self)
 
 
+def _inert(lex: LexState, text: str) -> bool:
+    """Whether ``text``, appended to the string literal or comment pending in ``lex``,
+    leaves how any further text is lexed unchanged (only the literal's or comment's
+    own text grows).
+
+    True for text without line breaks after a comment, and for text without the quote
+    and without a backslash inside a plain string literal (no f or t prefix) whose
+    quote is decided and whose body ends in a plain character (no escape in progress;
+    none at all in a literal that is not raw, whose escapes are checked).  Never in an
+    f-string's literal text, where braces matter.  The caller also makes sure the text
+    lexed without an error.
+    """
+    pending = lex.pending
+    if not pending or lex.in_fstring_literal:
+        return False
+    if pending[0] in " \t\f#":
+        return pending.lstrip(" \t\f")[:1] == "#" and not _has_line_end(pending + text)
+    if "\\" in text:
+        return False
+    at = 0
+    while at < 2 and at < len(pending) and pending[at].isalpha():
+        at += 1
+    if at == len(pending) or pending[at] not in "'\"" or pending[:at].lower() not in _PLAIN:
+        return False
+    quote = pending[at]
+    if quote in text:
+        return False
+    body = at + (3 if pending.startswith(quote * 3, at) else 1)
+    if body == at + 1 and pending[body : body + 1] in ("", quote):
+        return False  # '' or ': it may yet become a triple-quoted literal
+    last = pending[-1]
+    if last == "\\" or (last == quote and len(pending) > body):
+        return False  # an escape, or quotes that may begin the closing ones
+    return "r" in pending[:at].lower() or "\\" not in pending[body:]
+
+
+def _has_line_end(text: str) -> bool:
+    return "\n" in text or "\r" in text
+
+
+#: Prefixes of plain string and bytes literals, lower-cased.
+_PLAIN = frozenset(("", "r", "u", "b", "br", "rb"))
+
+
 class QuotientState:
     """An immutable state of the quotient after some middle text."""
 
-    __slots__ = ("_complete", "quotient", "state")
+    __slots__ = ("_complete", "_same_end", "quotient", "state")
 
     def __init__(self, quotient: Quotient, state: RecognizerState):
         self.quotient = quotient
         self.state = state
         self._complete: bool | None = None
+        #: An earlier state whose ``complete`` is ours: we only added text to a string
+        #: literal or a comment it left open (see ``_inert``).
+        self._same_end: QuotientState | None = None
 
     def feed(self, text: str) -> QuotientState:
         """The state after ``text`` more of the middle."""
         if not text:
             return self
-        return QuotientState(self.quotient, self.state.feed(text))
+        return self._child(QuotientState(self.quotient, self.state.feed(text)), text)
+
+    def _child(self, child: QuotientState, text: str) -> QuotientState:
+        """``child`` (the state after ``text``), told when it completes exactly as this
+        state does: then a completeness check, which parses the right context, is asked
+        once for all the text typed into one docstring or comment."""
+        lex = self.state.lex
+        if lex is not None and child.state.lex is not None and _inert(lex, text):
+            child._same_end = self._same_end or self
+        return child
 
     @property
     def viable(self) -> bool:
@@ -382,7 +444,9 @@ class QuotientState:
         """Left context + middle + right context is a valid module."""
         if self._complete is None:
             state = self.state
-            if state.lex is None or state.chart is None or self.quotient.empty:
+            if self._same_end is not None:
+                self._complete = self._same_end.complete
+            elif state.lex is None or state.chart is None or self.quotient.empty:
                 self._complete = False
             else:
                 self._complete = self.quotient._right.accepts_after(state.lex, state.chart)

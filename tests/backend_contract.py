@@ -18,6 +18,7 @@ import numpy as np
 from lsp_server.model import Backend, Generation, TokenRanking
 from lsp_server.model.backend import IdArray
 from lsp_server.model.context import FloatArray, Interrupt
+from lsp_server.model.token_index import TokenIndex
 
 
 def check_ranking(ranking: TokenRanking, backend: Backend, k: int = 20) -> IdArray:
@@ -78,8 +79,21 @@ class BackendWrapper:
     def tokenize(self, text: str) -> list[int]:
         return self.inner.tokenize(text)
 
-    def build_fim_prompt(self, prefix: str, suffix: str, max_new_tokens: int = 128) -> list[int]:
-        return self.inner.build_fim_prompt(prefix, suffix, max_new_tokens)
+    @property
+    def eog_ids(self) -> Sequence[int]:
+        return self.inner.eog_ids
+
+    def detected(self) -> dict[str, object]:
+        return self.inner.detected()
+
+    @property
+    def token_index(self) -> TokenIndex:
+        return self.inner.token_index
+
+    def build_fim_prompt(
+        self, prefix: str, suffix: str, max_new_tokens: int = 128, path: str = ""
+    ) -> list[int]:
+        return self.inner.build_fim_prompt(prefix, suffix, max_new_tokens, path=path)
 
     def prefill(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> None:
         self.inner.prefill(prompt, interrupt)
@@ -143,7 +157,9 @@ class TopNRanking:
         return self.known[: max(1, k)]
 
     def scores(self, tokens: IdArray) -> FloatArray:
-        return self.inner.scores(tokens)
+        out = np.array(self.inner.scores(tokens), dtype=np.float32)
+        out[~np.isin(tokens, self.known)] = -np.inf
+        return out
 
     def logprob(self, token: int) -> float:
         return self.inner.logprob(token) if token in self._known else -math.inf

@@ -77,9 +77,11 @@ class Steered(BackendWrapper):
         self.prompt_texts: list[tuple[str, str]] = []
         self.appended: list[int] = []
 
-    def build_fim_prompt(self, prefix: str, suffix: str, max_new_tokens: int = 128) -> list[int]:
+    def build_fim_prompt(
+        self, prefix: str, suffix: str, max_new_tokens: int = 128, path: str = ""
+    ) -> list[int]:
         self.prompt_texts.append((prefix, suffix))
-        prompt = self.model.build_fim_prompt(prefix, suffix, max_new_tokens)
+        prompt = self.model.build_fim_prompt(prefix, suffix, max_new_tokens, path=path)
         self.prompts.append(prompt)
         return prompt
 

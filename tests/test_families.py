@@ -8,8 +8,9 @@ the healed word again, a character cut into byte tokens is held back until whole
 the no-FIM path. SentencePiece's '▁' spaces and byte-fallback tokens (``<0xF0>``) must
 come out as the bytes they stand for.
 
-Tests marked ``xfail(strict=True)`` show what the current code gets wrong for a family;
-their reasons say what the right behaviour is.
+Where llama.cpp's own reading of a vocabulary is wrong for a family (Mellum's layout and
+``<filename>``, the ordinary text ``</s>`` in Qwen's vocabulary), the tests say what the
+family's reference code does.
 """
 
 # Fixtures imported from the fixture modules are requested by parameter name, which ruff
@@ -32,7 +33,7 @@ from model_fixtures import model_cache  # noqa: F401
 from test_completion import Steered
 
 from lsp_server.decoding import DecodeOptions, generate
-from lsp_server.model.families import assemble_prompt
+from lsp_server.model.families import FimTokens, assemble_prompt, choose_layout
 from lsp_server.model.llm import FimModel
 from lsp_server.model.tiny_families import FAMILIES
 from lsp_server.modes import Mode
@@ -54,9 +55,13 @@ LAYOUTS = {
     "deepseek-coder": ("deepseek", "psm", True, False),
     "codellama": ("codellama", "psm", True, True),
     "codestral": ("codestral", "sp", True, True),
+    "mellum": ("mellum", "spm_infill", False, False),
     "llama3": ("none", "none", True, False),
     "gemma": ("none", "none", True, False),
 }
+
+#: Ordinary text tokens llama.cpp ends generation at for their spelling ('</s>').
+ORDINARY_ENDS = {"qwen2.5-coder": {128247}, "qwen3": {128247}}
 
 PREFIX = "def area(w, h):\n    return w * h\n\n\ndef main():\n    total = area(2, "
 SUFFIX = ")\n    print(total)\n"
@@ -94,50 +99,60 @@ def test_prompt_layout_is_detected(family_model: Get, name: str) -> None:
     assert (layout.family, layout.order, layout.add_bos, layout.suffix_no_space) == LAYOUTS[name]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Mellum is trained suffix-first: <filename>path<fim_suffix>suffix<fim_prefix>"
-    "prefix<fim_middle> (JetBrains/mellum-sdk); FimModel takes <fim_prefix> for StarCoder "
-    "and lays the prompt out prefix-first",
-)
 def test_mellum_prompt_is_suffix_first(family_model: Get) -> None:
+    """Mellum is trained suffix first after the file's path: <filename>path<fim_suffix>
+    suffix<fim_prefix>prefix<fim_middle> (JetBrains/mellum-sdk MellumCompletionService);
+    without a path the file name marker still comes first."""
     m = family_model("mellum").model
     ft = m.fim_tokens
-    prompt = m.build_fim_prompt("a = 1\n", "b = 2\n")
     filename = m.tokenize("<filename>", parse_special=True)
-    body = prompt[len(filename) :] if prompt[: len(filename)] == filename else prompt
-    assert body[0] == ft.suf and body[-1] == ft.mid
-    assert body.index(ft.pre or -1) > body.index(ft.suf or -1)
+    assert len(filename) == 1 and ft.file == filename[0]
+    a, b = m.tokenize("a = 1\n"), m.tokenize("b = 2\n")
+    assert m.build_fim_prompt("a = 1\n", "b = 2\n") == [ft.file, ft.suf, *b, ft.pre, *a, ft.mid]
+    path = m.tokenize("src/app.py")
+    prompt = m.build_fim_prompt("a = 1\n", "b = 2\n", path="src/app.py")
+    assert prompt == [ft.file, *path, ft.suf, *b, ft.pre, *a, ft.mid]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Mellum's middle ends where the next file starts: <filename> (mellum-sdk stops at "
-    "it, as StarCoder2 models stop at <file_sep>); FimModel does not know the token, and "
-    "a control token that is not an end token is skipped",
-)
+def test_mellum_path_counts_against_the_window(family_model: Get) -> None:
+    m = family_model("mellum").model
+    prefix = "".join(f"value_{i} = {i}\n" for i in range(300))
+    path = "/".join(["deeply", "nested", "package"] * 8) + "/module.py"
+    budget = m.prompts.window_budget(64)
+    overhead = len(assemble_prompt(m.layout, m.fim_tokens, [], []))
+    prompt = m.build_fim_prompt(prefix, "", max_new_tokens=64, path=path)
+    assert len(prompt) <= budget + overhead
+    assert prompt[1 : 1 + len(m.tokenize(path))] == m.tokenize(path)
+
+
 def test_mellum_stops_at_the_next_file(family_model: Get) -> None:
+    """Mellum's middle ends where the next file starts: <filename>, as StarCoder2 models
+    stop at <file_sep>."""
     m = family_model("mellum").model
     filename = m.tokenize("<filename>", parse_special=True)
     assert len(filename) == 1 and m.eog(filename[0])
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="spm_infill lays the prompt out <SUF>suffix<PRE>prefix<MID> (llama.cpp's "
-                "spm_infill); StarCoder2 (bigcode Megatron-LM: [prefix_tok, suffix_tok] suffix "
-                "[middle_tok] prefix) and CodeLlama (infilling_prompt_tokens suffix_first: "
-                "<s><PRE><SUF>suffix<MID>prefix) were trained on <PRE><SUF>suffix<MID>prefix",
-            ),
-        )
-        for name in ("starcoder2", "codellama")
-    ],
-)
+@pytest.mark.parametrize("name", ["qwen2.5-coder", "deepseek-coder"])
+def test_suffix_first_falls_back_to_psm(family_path: Callable[[str], Path], name: str) -> None:
+    """Families trained prefix first only keep PSM when suffix first is asked for."""
+    with FimModel(family_path(name), n_ctx=256, spm_infill=True) as m:
+        assert m.layout.order == "psm"
+        ft = m.fim_tokens
+        assert m.build_fim_prompt("a = 1\n", "")[-1] == ft.mid
+
+
+def test_suffix_first_of_an_unknown_family_is_llama_cpps() -> None:
+    """A family whose training is not known gets llama.cpp's spm_infill order."""
+    tokens = FimTokens(pre=1, suf=2, mid=3, pad=None, rep=None, sep=None, eot=None, eos=0,
+                       bos=None)  # fmt: skip
+    texts = {1: "<|code_prefix|>", 2: "<|code_suffix|>", 3: "<|code_middle|>"}
+    layout = choose_layout(tokens, texts.__getitem__, add_bos=False, spm_infill=True)
+    assert (layout.family, layout.order) == ("generic", "spm_infill")
+    assert assemble_prompt(layout, tokens, [10], [20]) == [2, 20, 1, 10, 3]
+
+
+@pytest.mark.parametrize("name", ["starcoder2", "codellama"])
 def test_suffix_first_prompt_is_the_trained_one(
     family_path: Callable[[str], Path], name: str
 ) -> None:
@@ -156,10 +171,13 @@ def test_end_of_generation_tokens(family_model: Get, name: str) -> None:
     m = fam.model
     native = [t for t in range(m.vocab.n_vocab) if m.vocab.native_eog(t)]
     assert native == list(fam.spec.eog)
-    # FimModel also stops at the FIM markers, the end of text and the end of turn
+    # FimModel also stops at the FIM markers, the file name marker, the end of text and
+    # the end of turn, and not at ordinary text llama.cpp ends at for its spelling
     ft = m.fim_tokens
-    ends = {t for t in (*fam.spec.fim.values(), ft.eot, ft.eos) if t is not None}
-    assert set(m.eog_ids) == set(fam.spec.eog) | ends
+    ends = {t for t in (*fam.spec.fim.values(), ft.file, ft.eot, ft.eos) if t is not None}
+    ordinary = ORDINARY_ENDS.get(name, set())
+    assert m.vocab.ordinary_ids == ordinary
+    assert set(m.eog_ids) == (set(fam.spec.eog) - ordinary) | ends
     assert all(m.eog(t) for t in m.eog_ids)
     assert all(m.vocab.token_bytes[t] == b"" for t in m.eog_ids)  # control tokens: no text
 
@@ -190,6 +208,9 @@ def _reference_prompt(m: FimModel, order: str, prefix: str, suffix: str) -> list
     if order == "sp":
         return [*bos, ft.suf, *suf, ft.pre, *pre]
     assert ft.mid is not None
+    if order == "spm_infill":  # Mellum: the file name marker, with no path given
+        assert ft.file is not None
+        return [*bos, ft.file, ft.suf, *suf, ft.pre, *pre, ft.mid]
     return [*bos, ft.pre, *pre, ft.suf, *suf, ft.mid]
 
 
@@ -204,7 +225,8 @@ def test_prompt_tokens_follow_the_reference(family_model: Get, name: str, suffix
     if m.has_fim:  # the suffix part renders exactly as the suffix
         ft = m.fim_tokens
         start = expected.index(ft.suf or -1) + 1
-        end = expected.index(ft.pre or -1) if m.layout.order == "sp" else len(expected) - 1
+        suffix_first = m.layout.order in ("sp", "spm_infill")
+        end = expected.index(ft.pre or -1) if suffix_first else len(expected) - 1
         assert m.vocab.detokenize(expected[start:end]) == suffix.encode()
 
 
@@ -368,15 +390,17 @@ def test_no_fim_prompt_and_middle(
         assert ast_accepts(left + r.middle + right)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="llama.cpp marks every token whose text is '</s>' as end of generation; in "
-    "Qwen's byte-level vocabulary 128247 is the ordinary text '</s>' (an HTML tag), so "
-    "a Qwen model can never write it and ends the middle instead",
-)
-def test_qwen_writes_the_text_slash_s(family_model: Get, target: tuple[int, int]) -> None:
-    m = family_model("qwen2.5-coder").model
+@pytest.mark.parametrize("name", sorted(ORDINARY_ENDS))
+def test_qwen_writes_the_text_slash_s(
+    family_model: Get, target: tuple[int, int], name: str
+) -> None:
+    """llama.cpp marks every token spelled '</s>' as end of generation; in Qwen's
+    byte-level vocabulary 128247 is the ordinary text '</s>' (an HTML tag): the model
+    writes it."""
+    m = family_model(name).model
+    assert m.vocab.token_bytes[128247] == b"</s>" and not m.eog(128247)
     left, right = 'html = "<s>x', '"\n'
-    steered = Steered(m, [128247, _end_token(m)])
-    r = generate(steered, left, right, DecodeOptions(max_tokens=4), target=target)
-    assert r.middle == "</s>"
+    for mode in ("constrained", "unconstrained"):
+        steered = Steered(m, [128247, _end_token(m)])
+        r = generate(steered, left, right, DecodeOptions(mode=mode, max_tokens=4), target=target)
+        assert (r.middle, r.stop_reason) == ("</s>", "eos"), mode

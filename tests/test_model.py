@@ -169,11 +169,12 @@ def test_prompt_layout_psm(tiny_model: FimModel) -> None:
 
 
 def test_prompt_layout_spm(tiny_model_path: Path) -> None:
+    """Suffix first, as StarCoder was trained: <PRE> <SUF> suffix <MID> prefix."""
     with FimModel(tiny_model_path, n_ctx=256, spm_infill=True) as m:
         ft = m.fim_tokens
         assert m.layout.order == "spm"
         prompt = m.build_fim_prompt("a = 1\n", "b = 2\n")
-        assert prompt == [ft.suf, *m.tokenize("b = 2\n"), ft.pre, *m.tokenize("a = 1\n"), ft.mid]
+        assert prompt == [ft.pre, ft.suf, *m.tokenize("b = 2\n"), ft.mid, *m.tokenize("a = 1\n")]
 
 
 FAMILIES = {

@@ -13,6 +13,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import numpy as np
+
 from lexer.text import first_line
 from lexer.version import NEWEST, TargetLike
 from lsp_server.model.backend import Backend, Generation, IdArray, TokenRanking
@@ -39,7 +41,9 @@ def build_prompt(
     """The prompt's tokens, and the text token healing took out of it (owed by the
     first generated tokens)."""
     prompt_left, owed = heal_split(backend, left) if options.token_healing else (left, "")
-    prompt = backend.build_fim_prompt(prompt_left, right, max_new_tokens=options.max_tokens)
+    prompt = backend.build_fim_prompt(
+        prompt_left, right, max_new_tokens=options.max_tokens, path=options.file_path
+    )
     if not prompt:  # no FIM tokens, no BOS and nothing before the cursor
         prompt = backend.tokenize("\n")
     return prompt, owed
@@ -107,6 +111,7 @@ class Decoder:
         self.stop_when_connected = (not backend.has_fim) if connect is None else connect
         self.right_starts_line = quotient is not None and not first_line(quotient.right)
         self.vocab = backend.vocab_bytes
+        self.end_ids = np.array(sorted(backend.eog_ids), dtype=np.intp)
         self.ranker = Ranker(options)
         self.stop = stop
         self.times = times
@@ -178,10 +183,7 @@ class Decoder:
 
     def _choose(self, ranking: TokenRanking) -> Choice:
         """Pick the next token; returns (token, is_end_of_generation) or None."""
-        # While token healing still owes text, or a character is incomplete, any token
-        # of the vocabulary that goes on with it may come next, not only the top k.
-        k = len(self.vocab) if self.owed or self.held else self.opts.top_k
-        order = self.ranker.order(ranking, k)
+        order = self._candidates(ranking)
         if not self.constrained:
             return self._model_choice(order)
         self._parser_ns = 0
@@ -192,6 +194,21 @@ class Decoder:
             chosen = self._first_viable(order, ranking)
         self.parser_us.append(self._parser_ns / 1e3)
         return chosen
+
+    def _candidates(self, ranking: TokenRanking) -> IdArray:
+        """The tokens to try, in order: the top k; while token healing owes text or a
+        character is unfinished, every token that can go on with it whatever its rank
+        (found in the vocabulary's index), with the end tokens (and, for the model's
+        own choice, the tokens without text)."""
+        if not (self.owed or self.held):
+            return self.ranker.order(ranking, self.opts.top_k)
+        index = self.backend.token_index
+        if self.owed:
+            going_on = index.owing(self.owed.encode("utf-8")[len(self.held) :])
+        else:
+            going_on = index.continuing(self.held)
+        others = self.end_ids if self.constrained else np.union1d(self.end_ids, index.empty)
+        return self.ranker.order_among(ranking, np.union1d(going_on, others))
 
     def _model_choice(self, order: IdArray) -> Choice:
         """The model's own choice: the first candidate that keeps the healed prefix and

@@ -32,6 +32,9 @@ class DecodeOptions:
     #: stops there.  0 disables it.
     closing_share: float = 0.5
     closing_candidates: int = 8
+    #: The file's path as the prompt names it, for model families whose prompts carry
+    #: it (Mellum's ``<filename>path``); empty when unknown.
+    file_path: str = ""
 
     @property
     def constrained(self) -> bool:

@@ -20,7 +20,8 @@ counted there.  :class:`LogitsRanking` is the ranking of any backend that has th
 full logits (llama.cpp in process: :class:`lsp_server.model.FimModel`).
 
 A backend also knows its vocabulary (the bytes of every token id, which ids end a
-generation) and how to lay out a FIM prompt for its model family.
+generation, an index of the token bytes) and how to lay out a FIM prompt for its model
+family.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ import numpy as np
 import numpy.typing as npt
 
 from .context import FloatArray, Interrupt
+from .token_index import TokenIndex
 
-__all__ = ["Backend", "Generation", "IdArray", "LogitsRanking", "TokenRanking"]
+__all__ = ["Backend", "Generation", "IdArray", "LogitsRanking", "TokenRanking", "top_k_ids"]
 
 IdArray = npt.NDArray[np.intp]
 
@@ -49,7 +51,8 @@ class TokenRanking(Protocol):
 
     def scores(self, tokens: IdArray) -> FloatArray:
         """Unnormalised log-probabilities of ``tokens`` (log-probability plus one constant
-        for the whole position): what sampling divides by the temperature."""
+        for the whole position): what sampling divides by the temperature; ``-inf`` for
+        a token the backend does not know (the decoder then passes it over)."""
         ...
 
     def logprob(self, token: int) -> float:
@@ -101,12 +104,32 @@ class Backend(Protocol):
         """Whether ``token`` ends a generation."""
         ...
 
+    def detected(self) -> dict[str, object]:
+        """What was detected about the model: family, prompt layout, end tokens
+        (:func:`lsp_server.model.families.detected`)."""
+        ...
+
+    @property
+    def eog_ids(self) -> Sequence[int]:
+        """Every token id that ends a generation (``eog`` is true exactly for these)."""
+        ...
+
+    @property
+    def token_index(self) -> TokenIndex:
+        """The vocabulary's :class:`~lsp_server.model.token_index.TokenIndex` (built on
+        first use, then cached on disk): the candidates while token healing owes text
+        or a character is unfinished, found without scanning the vocabulary."""
+        ...
+
     def tokenize(self, text: str) -> list[int]:
         """Token ids of plain text (special-token texts stay text)."""
         ...
 
-    def build_fim_prompt(self, prefix: str, suffix: str, max_new_tokens: int = 128) -> list[int]:
-        """The prompt for text around the cursor, cut to fit with room to generate."""
+    def build_fim_prompt(
+        self, prefix: str, suffix: str, max_new_tokens: int = 128, path: str = ""
+    ) -> list[int]:
+        """The prompt for text around the cursor, cut to fit with room to generate;
+        ``path`` (the file's path, may be empty) for families whose prompts name the file."""
         ...
 
     def prefill(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> None:
@@ -132,38 +155,71 @@ class Backend(Protocol):
         ...
 
 
+#: Above this many tokens, ``LogitsRanking.best`` first finds a threshold on a strided
+#: sample of the logits (see there).
+_SAMPLED_TOP_K = 1 << 14
+_SAMPLE_STRIDE = 64
+
+
+def top_k_ids(logits: FloatArray, k: int) -> IdArray:
+    """The ``k`` highest logits' ids, highest first (ties by id).
+
+    ``np.argpartition`` over a whole 262,144-token vocabulary takes milliseconds, so a
+    large vocabulary is narrowed first: the k-th highest value of every 64th logit is a
+    threshold that at least k logits reach (those k sampled ones), and every one of the
+    true top k reaches it too.  One comparison over the vector leaves a few thousand
+    candidates to partition.  The answer is exact.
+    """
+    n = logits.shape[0]
+    k = max(1, min(k, n))
+    if n >= _SAMPLED_TOP_K and k * _SAMPLE_STRIDE * 4 <= n:
+        sample = logits[::_SAMPLE_STRIDE]
+        threshold = np.partition(sample, sample.shape[0] - k)[sample.shape[0] - k]
+        pool: IdArray = np.flatnonzero(logits >= threshold)
+    else:
+        pool = np.arange(n)
+    values = logits[pool]
+    if pool.shape[0] > k:
+        keep = np.argpartition(values, pool.shape[0] - k)[pool.shape[0] - k :]
+        pool, values = pool[keep], values[keep]
+    ordered: IdArray = pool[np.lexsort((pool, -values))]
+    return ordered
+
+
 class LogitsRanking:
-    """The ranking of a backend that has the logits over the whole vocabulary."""
+    """The ranking of a backend that has the logits over the whole vocabulary.
 
-    __slots__ = ("_logprobs", "end_ids", "logits")
+    A log-probability is the logit less the log of the partition function, one scalar
+    per position, computed on first use.
+    """
 
-    def __init__(self, logits: FloatArray, end_ids: list[int]) -> None:
+    __slots__ = ("_log_z", "end_ids", "logits")
+
+    def __init__(self, logits: FloatArray, end_ids: Sequence[int]) -> None:
         self.logits = logits
         self.end_ids = end_ids
-        self._logprobs: FloatArray | None = None
+        self._log_z: float | None = None
 
     def best(self, k: int) -> IdArray:
-        logits = self.logits
-        k = max(1, min(k, logits.shape[0]))
-        top = np.argpartition(-logits, k - 1)[:k]
-        ordered: IdArray = top[np.argsort(-logits[top], kind="stable")]
-        return ordered
+        return top_k_ids(self.logits, k)
 
     def scores(self, tokens: IdArray) -> FloatArray:
         out: FloatArray = self.logits[tokens]
         return out
 
-    def _log_softmax(self) -> FloatArray:
-        if self._logprobs is None:
+    def log_z(self) -> float:
+        """log(sum(exp(logits))), computed stably once."""
+        if self._log_z is None:
             logits = self.logits
-            shifted = logits - float(np.max(logits))
-            self._logprobs = shifted - float(np.log(np.sum(np.exp(shifted))))
-        return self._logprobs
+            top = float(np.max(logits))
+            self._log_z = top + math.log(float(np.sum(np.exp(logits - top), dtype=np.float64)))
+        return self._log_z
 
     def logprob(self, token: int) -> float:
-        return float(self._log_softmax()[token])
+        return float(self.logits[token]) - self.log_z()
 
     def end_logprob(self) -> float:
-        if not self.end_ids:
+        if not len(self.end_ids):
             return -math.inf
-        return float(np.logaddexp.reduce(self._log_softmax()[self.end_ids]))
+        ends = self.logits[self.end_ids].astype(np.float64)
+        return float(np.logaddexp.reduce(ends)) - self.log_z()

@@ -4,15 +4,40 @@ Code models mark the prefix, the suffix and the middle with their own special to
 (``<fim_prefix>`` for StarCoder, ``<|fim_prefix|>`` for Qwen, ``<PRE>`` for CodeLlama,
 ``[PREFIX]`` for Codestral, ...) and differ in the order of the pieces.  llama.cpp
 reports most of these ids, but misses some (Codestral's, StarCoder2's repository and
-file separators, CodeLlama's end-of-infill).  Detection here works from two questions
-any vocabulary can answer, whether llama.cpp holds it in process or a server describes
-it: the id llama.cpp reports for a kind, and the id of a special token with a given
-text.  Everything else is plain data.
+file separators, CodeLlama's end-of-infill, Mellum's file name marker).  Detection here
+works from questions any vocabulary can answer, whether llama.cpp holds it in process
+or a server describes it: the id llama.cpp reports for a kind, the id of a special
+token with a given text, and the pre-tokenizer's name (JetBrains Mellum shares
+StarCoder's token texts but not its layout; its GGUF files name the pre-tokenizer
+"mellum").  Everything else is plain data.
+
+The layouts, as each family's reference code builds them:
+
+========================  ==============================================================
+``psm``                   ``<PRE> prefix <SUF> suffix <MID>`` (every FIM family)
+``spm``                   ``<PRE> <SUF> suffix <MID> prefix``: suffix first as StarCoder,
+                          StarCoder2 and CodeLlama were trained (the FIM paper's SPM)
+``spm_infill``            ``<SUF> suffix <PRE> prefix <MID>``: llama.cpp's ``spm_infill``
+                          order, for families whose training is not known; Mellum's only
+                          layout, after ``<filename>path``
+``sp``                    ``[SUFFIX] suffix [PREFIX] prefix``: Codestral, no middle token
+``none``                  the prefix alone: no FIM tokens
+========================  ==============================================================
+
+With ``spm_infill`` asked for (suffix first keeps the KV cache across keystrokes, the
+prefix being the part that changes), StarCoder and CodeLlama get ``spm``, families
+trained only prefix first (Qwen2.5-Coder, DeepSeek-Coder) keep ``psm``.
+
+Qwen3's published tokenizer carries Qwen2.5-Coder's FIM tokens at the same ids, and
+llama.cpp finds them; Qwen documents FIM training for its Coder models only.  fimlsp
+treats any vocabulary with FIM tokens as a FIM model, as llama.cpp's ``/infill`` does:
+for a general Qwen3 model the prompt carries the suffix, and the quotient parser still
+decides where the middle ends.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -22,6 +47,7 @@ __all__ = [
     "FimTokens",
     "assemble_prompt",
     "choose_layout",
+    "detected",
     "find_fim_tokens",
     "stop_tokens",
 ]
@@ -30,7 +56,7 @@ __all__ = [
 FIM_KINDS = ("pre", "suf", "mid", "pad", "rep", "sep")
 
 #: Prompt orders; see :class:`FimLayout`.
-Order = Literal["psm", "spm", "sp", "none"]
+Order = Literal["psm", "spm", "spm_infill", "sp", "none"]
 
 
 @dataclass(frozen=True)
@@ -46,29 +72,31 @@ class FimTokens:
     eot: int | None
     eos: int | None
     bos: int | None
+    #: ``<filename>``: what starts a file (Mellum's prompts; StarCoder's repository data).
+    file: int | None = None
 
     @property
     def markers(self) -> tuple[int | None, ...]:
-        """The FIM markers: prefix, suffix, middle, padding, repository, file separator."""
-        return (self.pre, self.suf, self.mid, self.pad, self.rep, self.sep)
+        """The FIM markers: prefix, suffix, middle, padding, repository, file separator,
+        file name."""
+        return (self.pre, self.suf, self.mid, self.pad, self.rep, self.sep, self.file)
 
 
 @dataclass(frozen=True)
 class FimLayout:
     """How a FIM prompt is laid out for one model family.
 
-    ``order`` is "psm" (pre prefix suf suffix mid), "spm" (suf suffix pre prefix mid: the
-    opt-in ``spm_infill`` layout of llama.cpp's server, whose suffix-first order keeps the
-    KV cache across keystrokes), "sp" (Codestral: suf suffix pre prefix, no middle token) or
-    "none" (no FIM tokens: the prompt is the prefix alone). ``suffix_no_space`` tokenizes the
-    suffix without SentencePiece's dummy leading space, as CodeLlama's and Mistral's reference
-    code do (``encode_infilling``).
+    ``order`` is one of the layouts in the module docstring.  ``suffix_no_space``
+    tokenizes the suffix without SentencePiece's dummy leading space, as CodeLlama's and
+    Mistral's reference code do (``encode_infilling``).  ``file_header``: the prompt
+    starts with ``<filename>`` and the file's path (Mellum).
     """
 
     family: str
     order: Order
     add_bos: bool
     suffix_no_space: bool = False
+    file_header: bool = False
 
     @property
     def has_fim(self) -> bool:
@@ -95,6 +123,9 @@ _EXTRA_TEXTS: dict[str, tuple[str, ...]] = {
     "sep": ("<file_sep>", "<|file_sep|>"),
     "eot": ("<EOT>", "▁<EOT>", "<|EOT|>"),
 }
+#: The order each family gets when the suffix-first layout is asked for.
+_SUFFIX_FIRST: dict[str, Order] = {"starcoder": "spm", "codellama": "spm", "qwen": "psm",
+                                   "deepseek": "psm"}  # fmt: skip
 
 
 def find_fim_tokens(
@@ -111,37 +142,46 @@ def find_fim_tokens(
     for kind, texts in _EXTRA_TEXTS.items():
         if found[kind] is None:
             found[kind] = next((i for t in texts if (i := special_id(t)) is not None), None)
-    return FimTokens(eos=reported("eos"), bos=reported("bos"), **found)
+    return FimTokens(eos=reported("eos"), bos=reported("bos"), file=special_id("<filename>"),
+                     **found)  # fmt: skip
 
 
 def choose_layout(
-    tokens: FimTokens, token_text: Callable[[int], str], add_bos: bool, spm_infill: bool = False
+    tokens: FimTokens,
+    token_text: Callable[[int], str],
+    add_bos: bool,
+    spm_infill: bool = False,
+    pre: str | None = None,
 ) -> FimLayout:
     """The family and prompt layout for a model with ``tokens``.
 
     ``add_bos``: whether the vocabulary asks for a BOS token (and has one);
-    ``spm_infill``: prefer the suffix-first order where the family allows both.
+    ``spm_infill``: prefer a suffix-first order where the family was trained on one;
+    ``pre``: the pre-tokenizer's name in the file (``tokenizer.ggml.pre``), if known.
     """
     if tokens.pre is None or tokens.suf is None:
         return FimLayout("none", "none", add_bos)
-    family = _FAMILIES.get(token_text(tokens.pre), "generic")
+    family = "mellum" if pre == "mellum" else _FAMILIES.get(token_text(tokens.pre), "generic")
     if family == "codestral":
         return FimLayout(family, "sp", add_bos, suffix_no_space=True)
     if tokens.mid is None:
         return FimLayout("none", "none", add_bos)
-    order: Order = "spm" if spm_infill else "psm"
+    if family == "mellum":
+        return FimLayout(family, "spm_infill", add_bos, file_header=tokens.file is not None)
+    order: Order = _SUFFIX_FIRST.get(family, "spm_infill") if spm_infill else "psm"
     return FimLayout(family, order, add_bos, suffix_no_space=family == "codellama")
 
 
 def assemble_prompt(
-    layout: FimLayout, tokens: FimTokens, prefix: list[int], suffix: list[int]
+    layout: FimLayout,
+    tokens: FimTokens,
+    prefix: list[int],
+    suffix: list[int],
+    path: Sequence[int] = (),
 ) -> list[int]:
-    """The prompt's token ids from the tokenized prefix and suffix.
-
-    PSM families (StarCoder, Qwen, DeepSeek, CodeLlama, generic): ``[BOS] <pre> prefix
-    <suf> suffix <mid>``; Codestral: ``[BOS] [SUFFIX] suffix [PREFIX] prefix``; a model
-    without FIM tokens: ``[BOS] prefix``. BOS only where the vocabulary asks for it.
-    """
+    """The prompt's token ids from the tokenized prefix and suffix (and file path, for a
+    layout with a file header), in the layout's order (see the module docstring).  BOS
+    only where the vocabulary asks for it."""
     out: list[int] = [tokens.bos] if layout.add_bos and tokens.bos is not None else []
     pre, suf, mid = tokens.pre, tokens.suf, tokens.mid
     if layout.order == "none" or pre is None or suf is None:
@@ -150,11 +190,30 @@ def assemble_prompt(
         return [*out, suf, *suffix, pre, *prefix]
     assert mid is not None
     if layout.order == "spm":
+        return [*out, pre, suf, *suffix, mid, *prefix]
+    if layout.order == "spm_infill":
+        if layout.file_header and tokens.file is not None:
+            out += [tokens.file, *path]
         return [*out, suf, *suffix, pre, *prefix, mid]
     return [*out, pre, *prefix, suf, *suffix, mid]
 
 
 def stop_tokens(tokens: FimTokens) -> frozenset[int]:
     """Ids that end a middle besides llama.cpp's own end-of-generation set: EOS, EOT and
-    the FIM markers, which a FIM model writes only when it is done."""
+    the FIM markers, which a FIM model writes only when it is done (``<filename>``: the
+    next file starts)."""
     return frozenset(t for t in (*tokens.markers, tokens.eot, tokens.eos) if t is not None)
+
+
+def detected(
+    layout: FimLayout, end_ids: Sequence[int], token_text: Callable[[int], str]
+) -> dict[str, object]:
+    """What fimlsp detected about a model, as ``fimlsp complete --json`` and
+    ``fimlsp/serverStatus`` report it: the family, the prompt layout, whether a BOS
+    token starts the prompt, and every token that ends a middle (id and text)."""
+    return {
+        "family": layout.family,
+        "layout": layout.order,
+        "addBos": layout.add_bos,
+        "endTokens": [{"id": t, "text": token_text(t)} for t in sorted(end_ids)],
+    }

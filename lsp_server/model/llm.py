@@ -16,6 +16,7 @@ and decodes each chosen token in the same context.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,9 +26,17 @@ from typing import Any
 from .backend import LogitsRanking
 from .context import FloatArray, Interrupt, LlamaContext
 from .errors import ModelError
-from .families import FimLayout, FimTokens, choose_layout, find_fim_tokens, stop_tokens
+from .families import (
+    FimLayout,
+    FimTokens,
+    choose_layout,
+    detected,
+    find_fim_tokens,
+    stop_tokens,
+)
 from .native import library, log_mark, native_errors
 from .prompt import PromptBuilder
+from .token_index import TokenIndex
 from .vocabulary import LlamaVocabulary
 
 __all__ = ["FimModel", "LlamaGeneration"]
@@ -65,7 +74,7 @@ def _family(vocab: LlamaVocabulary, spm_infill: bool) -> tuple[FimTokens, FimLay
     """The model's special tokens and prompt layout, from its vocabulary."""
     tokens = find_fim_tokens(vocab.reported_id, vocab.special_id)
     add_bos = vocab.wants_bos and tokens.bos is not None
-    return tokens, choose_layout(tokens, vocab.token_text, add_bos, spm_infill)
+    return tokens, choose_layout(tokens, vocab.token_text, add_bos, spm_infill, vocab.pre)
 
 
 class FimModel:
@@ -107,7 +116,7 @@ class FimModel:
         self._model = _load(lib, self.path, n_gpu_layers, use_mmap)
         name = str(self.path)
         try:
-            self.vocab = LlamaVocabulary(lib, self._model, name)
+            self.vocab = LlamaVocabulary(lib, self._model, name, self.path)
             self.cache = LlamaContext(
                 lib,
                 self._model,
@@ -132,9 +141,13 @@ class FimModel:
             align_lines=align_lines,
         )
         self._stop_ids = stop_tokens(self.fim_tokens)
-        #: Every id that ends generation: rankings sum their probability.  Found at load
-        #: (a scan of the vocabulary), so that no request pays for it.
-        self.eog_ids = [t for t in range(self.vocab.n_vocab) if self.eog(t)]
+        #: Every id that ends generation: rankings sum their probability.  llama.cpp ends
+        #: generation only at control tokens (which render as no bytes) and at the
+        #: metadata's end ids, so only those are asked.
+        ends = {t for t, data in enumerate(self.vocab.token_bytes) if not data}
+        ends |= self._stop_ids
+        self.eog_ids = sorted(t for t in ends if self._ends(t))
+        self._eog_set = frozenset(self.eog_ids)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -179,20 +192,42 @@ class FimModel:
         """True when prompts carry the suffix (the model has usable FIM tokens)."""
         return self.layout.has_fim
 
+    def detected(self) -> dict[str, object]:
+        """The detected family, layout and end tokens (see ``families.detected``)."""
+        return detected(self.layout, self.eog_ids, self.vocab.token_text)
+
     def eog(self, token: int) -> bool:
         """Whether generation should stop at ``token``: llama.cpp's end-of-generation set
-        plus EOS/EOT and the FIM markers, which a FIM model emits only when it is done."""
-        return token in self._stop_ids or self.vocab.native_eog(token)
+        plus EOS/EOT and the FIM markers, which a FIM model emits only when it is done;
+        not a token the file calls ordinary text that llama.cpp ends at for its text
+        (``LlamaVocabulary.ordinary_ids``), unless it is the metadata's EOS or EOT."""
+        return token in self._eog_set
+
+    def _ends(self, token: int) -> bool:
+        if token in self._stop_ids:
+            return True
+        return self.vocab.native_eog(token) and token not in self.vocab.ordinary_ids
+
+    @functools.cached_property
+    def token_index(self) -> TokenIndex:
+        """The index of the token bytes (sorted once per vocabulary, cached on disk)."""
+        return TokenIndex.cached(self.vocab_bytes)
 
     # ------------------------------------------------------------ prompts
 
     def build_fim_prompt(
-        self, prefix: str, suffix: str, max_new_tokens: int = 128, margin: int = 8
+        self,
+        prefix: str,
+        suffix: str,
+        max_new_tokens: int = 128,
+        path: str = "",
+        margin: int = 8,
     ) -> list[int]:
         """Token ids of the FIM prompt for text around the cursor, cut to the context window
-        with room for ``max_new_tokens`` (see :mod:`lsp_server.model.prompt`)."""
+        with room for ``max_new_tokens`` (see :mod:`lsp_server.model.prompt`); ``path``
+        names the file for families whose prompts carry it (Mellum)."""
         budget = self.prompts.window_budget(max_new_tokens, margin)
-        return self.prompts.build(prefix, suffix, budget)
+        return self.prompts.build(prefix, suffix, budget, path)
 
     # ------------------------------------------------------------ generation
 

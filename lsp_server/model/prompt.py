@@ -81,12 +81,19 @@ class PromptBuilder:
 
     # ------------------------------------------------------------ prompts
 
-    def build(self, prefix: str, suffix: str, budget: int) -> list[int]:
+    def build(self, prefix: str, suffix: str, budget: int, path: str = "") -> list[int]:
         """Token ids of the FIM prompt for text around the cursor, cut to ``budget``
-        tokens of text (see :func:`~lsp_server.model.families.assemble_prompt`)."""
-        prefix, suffix = self.fit(prefix, suffix, budget)
+        tokens of text (see :func:`~lsp_server.model.families.assemble_prompt`); ``path``
+        names the file where the layout has a file header (its tokens count against the
+        budget)."""
+        header = self.tokenizer.tokenize(path) if path and self.layout.file_header else []
+        prefix, suffix = self.fit(prefix, suffix, budget - len(header))
         return assemble_prompt(
-            self.layout, self.tokens, self._tokenize_prefix(prefix), self._tokenize_suffix(suffix)
+            self.layout,
+            self.tokens,
+            self._tokenize_prefix(prefix),
+            self._tokenize_suffix(suffix),
+            header,
         )
 
     def fit(self, prefix: str, suffix: str, budget: int) -> tuple[str, str]:

@@ -22,17 +22,14 @@ import argparse
 import hashlib
 import json
 import lzma
-import mmap
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import tarfile
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from importlib import metadata
 from pathlib import Path
@@ -41,6 +38,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from . import gguf
 from .cache import cache_dir
 from .errors import ModelError
 from .tiny_families import CONTROL, FAMILIES, NORMAL, USER_DEFINED, Family
@@ -271,155 +269,11 @@ def _cached_vocab(name: str) -> Path | None:
 
 # ---------------------------------------------------------------- GGUF files
 
-_SCALAR_FORMATS: dict[int, str] = {
-    0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q",
-    12: "<d",
-}  # fmt: skip
-_ARRAY_DTYPES: dict[int, str] = {
-    0: "<u1", 1: "<i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4", 7: "?", 10: "<u8",
-    11: "<i8", 12: "<f8",
-}  # fmt: skip
-_UINT32, _FLOAT32, _BOOL, _STRING, _ARRAY = 4, 6, 7, 8, 9
-_ALIGNMENT = 32
-_GGML_TYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1}
-
-
-@dataclass
-class _Kv:
-    """One metadata entry: its key, types, and its value as encoded in the file (from the
-    type field on), so that an entry nobody edits is copied without decoding it."""
-
-    key: str
-    vtype: int
-    sub: int | None
-    raw: bytes
-    payload: int  # offset in ``raw`` where the value (array items) starts
-
-    def value(self) -> Any:
-        """The decoded value; numeric arrays as numpy arrays, string arrays as lists."""
-        if self.vtype == _ARRAY:
-            (count,) = struct.unpack_from("<Q", self.raw, 8)
-            if self.sub == _STRING:
-                return _decode_strings(self.raw, self.payload, count)
-            if self.sub not in _ARRAY_DTYPES:
-                raise ModelError(f"{self.key}: unsupported GGUF array type {self.sub}")
-            return np.frombuffer(self.raw, _ARRAY_DTYPES[self.sub], count, self.payload)
-        if self.vtype == _STRING:
-            return _decode_strings(self.raw, self.payload, 1)[0]
-        (value,) = struct.unpack_from(_SCALAR_FORMATS[self.vtype], self.raw, self.payload)
-        return value
-
-
-def _decode_strings(data: bytes, pos: int, count: int) -> list[str]:
-    out: list[str] = []
-    unpack = struct.Struct("<Q").unpack_from
-    for _ in range(count):
-        (length,) = unpack(data, pos)
-        pos += 8
-        out.append(data[pos : pos + length].decode("utf-8", errors="surrogateescape"))
-        pos += length
-    return out
-
-
-def _read_kvs(path: Path) -> list[_Kv]:
-    """The key/value section of a GGUF file (memory-mapped: models may be large)."""
-    with path.open("rb") as f:
-        try:
-            data: Any = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except ValueError as exc:  # an empty file
-            raise ModelError(f"{path} is not a GGUF file") from exc
-    with data:
-        if data[:4] != b"GGUF":
-            raise ModelError(f"{path} is not a GGUF file")
-        version, _n_tensors, n_kv = struct.unpack_from("<IQQ", data, 4)
-        if version < 2:
-            raise ModelError(f"{path}: GGUF version {version} is too old")
-        unpack_q = struct.Struct("<Q").unpack_from
-        pos = 24
-        out: list[_Kv] = []
-        for _ in range(n_kv):
-            (length,) = unpack_q(data, pos)
-            key = data[pos + 8 : pos + 8 + length].decode("utf-8")
-            start = pos = pos + 8 + length
-            (vtype,) = struct.unpack_from("<I", data, pos)
-            pos += 4
-            sub: int | None = None
-            if vtype == _ARRAY:
-                sub, count = struct.unpack_from("<IQ", data, pos)
-                pos += 12
-                if sub == _STRING:
-                    for _ in range(count):
-                        pos += 8 + unpack_q(data, pos)[0]
-                elif sub in _ARRAY_DTYPES:
-                    pos += count * np.dtype(_ARRAY_DTYPES[sub]).itemsize
-                else:
-                    raise ModelError(f"{path}: unsupported GGUF array type {sub} for {key}")
-            elif vtype == _STRING:
-                pos += 8 + unpack_q(data, pos)[0]
-            elif vtype in _SCALAR_FORMATS:
-                pos += struct.calcsize(_SCALAR_FORMATS[vtype])
-            else:
-                raise ModelError(f"{path}: unsupported GGUF value type {vtype} for {key}")
-            payload = 16 if vtype == _ARRAY else 4
-            out.append(_Kv(key, vtype, sub, bytes(data[start:pos]), payload))
-    return out
-
 
 def read_gguf_metadata(path: Path) -> dict[str, tuple[int, int | None, Any]]:
-    """Read a GGUF file's key/value metadata as ``{key: (type, array_item_type, value)}``.
-
-    ``gguf.GGUFReader`` takes seconds on a 49k-token vocabulary (one numpy view per item);
-    this plain ``struct`` walk takes milliseconds. Numeric arrays come back as lists.
-    """
-    out: dict[str, tuple[int, int | None, Any]] = {}
-    for kv in _read_kvs(path):
-        value = kv.value()
-        out[kv.key] = (kv.vtype, kv.sub, value.tolist() if isinstance(value, np.ndarray) else value)
-    return out
-
-
-def _encode_str(text: str | bytes) -> bytes:
-    data = text.encode("utf-8", errors="surrogateescape") if isinstance(text, str) else text
-    return struct.pack("<Q", len(data)) + data
-
-
-def _encode_kv(key: str, vtype: int, value: Any, sub: int | None = None) -> bytes:
-    """A key/value entry as GGUF stores it."""
-    head = _encode_str(key) + struct.pack("<I", vtype)
-    if vtype == _STRING:
-        return head + _encode_str(value)
-    if vtype != _ARRAY:
-        return head + struct.pack(_SCALAR_FORMATS[vtype], value)
-    assert sub is not None
-    head += struct.pack("<IQ", sub, len(value))
-    if sub == _STRING:
-        return head + b"".join(_encode_str(item) for item in value)
-    return head + np.asarray(value, dtype=_ARRAY_DTYPES[sub]).tobytes()
-
-
-def _write_gguf(
-    path: Path, kvs: Sequence[bytes], tensors: Sequence[tuple[str, npt.NDArray[Any]]]
-) -> None:
-    """Write a GGUF v3 file: encoded key/value entries, then the tensors, 32-byte aligned."""
-    infos: list[bytes] = []
-    offset = 0
-    for name, array in tensors:
-        dims = array.shape[::-1]  # ggml's ne: innermost first
-        infos.append(
-            _encode_str(name)
-            + struct.pack(f"<I{len(dims)}QIQ", len(dims), *dims, _GGML_TYPES[array.dtype], offset)
-        )
-        offset += -(-array.nbytes // _ALIGNMENT) * _ALIGNMENT
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as out:
-        out.write(b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs)))
-        for entry in (*kvs, *infos):
-            out.write(entry)
-        out.write(b"\0" * (-out.tell() % _ALIGNMENT))
-        for _name, array in tensors:
-            out.write(np.ascontiguousarray(array).tobytes())
-            out.write(b"\0" * (-array.nbytes % _ALIGNMENT))
-    os.replace(tmp, path)
+    """Read a GGUF file's key/value metadata as ``{key: (type, array_item_type, value)}``
+    (numeric arrays as lists); see :func:`lsp_server.model.gguf.read_metadata`."""
+    return gguf.read_metadata(path)
 
 
 # ---------------------------------------------------------------- tokenizers
@@ -434,12 +288,14 @@ class _Tokenizer:
     """
 
     def __init__(self, vocab_file: Path) -> None:
-        self.entries = [kv for kv in _read_kvs(vocab_file) if kv.key.startswith("tokenizer.")]
+        self.entries = [
+            kv for kv in gguf.read_entries(vocab_file) if kv.key.startswith("tokenizer.")
+        ]
         self._by_key = {kv.key: kv for kv in self.entries}
         if "tokenizer.ggml.tokens" not in self._by_key:
             raise ModelError(f"{vocab_file} has no tokenizer.ggml.tokens: not a vocabulary GGUF")
         self.scalars: dict[str, tuple[int, Any]] = {
-            kv.key: (kv.vtype, kv.value()) for kv in self.entries if kv.vtype in _SCALAR_FORMATS
+            kv.key: (kv.vtype, kv.value()) for kv in self.entries if kv.vtype in gguf.SCALAR_FORMATS
         }
         self.dropped: set[str] = set()
 
@@ -461,15 +317,20 @@ class _Tokenizer:
     def __len__(self) -> int:
         if "tokens" in self.__dict__:
             return len(self.tokens)
-        count: int = struct.unpack_from("<Q", self._by_key["tokenizer.ggml.tokens"].raw, 8)[0]
-        return count
+        return self._by_key["tokenizer.ggml.tokens"].count
 
     def scalar(self, name: str) -> Any:
         entry = self.scalars.get(f"tokenizer.ggml.{name}")
         return None if entry is None else entry[1]
 
     def set_scalar(self, name: str, value: int | bool | str) -> None:
-        vtype = _BOOL if isinstance(value, bool) else _STRING if isinstance(value, str) else _UINT32
+        vtype = (
+            gguf.BOOL
+            if isinstance(value, bool)
+            else gguf.STRING
+            if isinstance(value, str)
+            else gguf.UINT32
+        )
         self.scalars[f"tokenizer.ggml.{name}"] = (vtype, value)
 
     def ids(self) -> dict[str, int]:
@@ -519,7 +380,7 @@ class _Tokenizer:
         if self.scores is not None:
             self.scores[at:at] = [0.0] * n
         for key, (vtype, value) in list(self.scalars.items()):
-            if key.endswith("_token_id") and vtype != _BOOL and value >= at:
+            if key.endswith("_token_id") and vtype != gguf.BOOL and value >= at:
                 self.scalars[key] = (vtype, value + n)
 
     def rename(self, renames: Mapping[str, str]) -> None:
@@ -572,15 +433,17 @@ class _Tokenizer:
             if kv.key in self.dropped:
                 continue
             if arrays.get(kv.key) in self.__dict__:  # decoded, maybe edited
-                out.append(_encode_kv(kv.key, _ARRAY, getattr(self, arrays[kv.key]), kv.sub))
+                out.append(
+                    gguf.encode_entry(kv.key, gguf.ARRAY, getattr(self, arrays[kv.key]), kv.sub)
+                )
             elif kv.key in self.scalars and self.scalars[kv.key] != (kv.vtype, kv.value()):
                 vtype, value = self.scalars[kv.key]
-                out.append(_encode_kv(kv.key, vtype, value))
+                out.append(gguf.encode_entry(kv.key, vtype, value))
             else:
-                out.append(_encode_str(kv.key) + kv.raw)
+                out.append(gguf.encode_string(kv.key) + kv.raw)
         for key, (vtype, value) in self.scalars.items():
             if key not in seen and key not in self.dropped:
-                out.append(_encode_kv(key, vtype, value))
+                out.append(gguf.encode_entry(key, vtype, value))
         return out
 
 
@@ -685,20 +548,20 @@ def build_tiny_model(
         return np.ones(n_embd, dtype=np.float32)  # norms stay f32, as in real conversions
 
     kvs = [
-        _encode_kv("general.architecture", _STRING, "llama"),
-        _encode_kv("general.name", _STRING, f"fimlsp-tiny-{name}"),
-        _encode_kv("llama.context_length", _UINT32, n_ctx_train),
-        _encode_kv("llama.embedding_length", _UINT32, n_embd),
-        _encode_kv("llama.block_count", _UINT32, n_layer),
-        _encode_kv("llama.feed_forward_length", _UINT32, n_ff),
-        _encode_kv("llama.attention.head_count", _UINT32, n_head),
-        _encode_kv("llama.attention.head_count_kv", _UINT32, n_head_kv),
-        _encode_kv("llama.attention.layer_norm_rms_epsilon", _FLOAT32, 1e-5),
-        _encode_kv("llama.rope.dimension_count", _UINT32, head_dim),
-        _encode_kv("llama.rope.freq_base", _FLOAT32, 10000.0),
-        _encode_kv("general.file_type", _UINT32, 0 if dtype == "f32" else 1),
+        gguf.encode_entry("general.architecture", gguf.STRING, "llama"),
+        gguf.encode_entry("general.name", gguf.STRING, f"fimlsp-tiny-{name}"),
+        gguf.encode_entry("llama.context_length", gguf.UINT32, n_ctx_train),
+        gguf.encode_entry("llama.embedding_length", gguf.UINT32, n_embd),
+        gguf.encode_entry("llama.block_count", gguf.UINT32, n_layer),
+        gguf.encode_entry("llama.feed_forward_length", gguf.UINT32, n_ff),
+        gguf.encode_entry("llama.attention.head_count", gguf.UINT32, n_head),
+        gguf.encode_entry("llama.attention.head_count_kv", gguf.UINT32, n_head_kv),
+        gguf.encode_entry("llama.attention.layer_norm_rms_epsilon", gguf.FLOAT32, 1e-5),
+        gguf.encode_entry("llama.rope.dimension_count", gguf.UINT32, head_dim),
+        gguf.encode_entry("llama.rope.freq_base", gguf.FLOAT32, 10000.0),
+        gguf.encode_entry("general.file_type", gguf.UINT32, 0 if dtype == "f32" else 1),
         *tokenizer.encode(),
-        _encode_kv("llama.vocab_size", _UINT32, n_vocab),
+        gguf.encode_entry("llama.vocab_size", gguf.UINT32, n_vocab),
     ]
 
     tensors: list[tuple[str, npt.NDArray[Any]]] = []
@@ -731,7 +594,7 @@ def build_tiny_model(
             (f"{blk}.ffn_up.weight", weight(n_ff, n_embd, q_scale)),
             (f"{blk}.ffn_down.weight", weight(n_embd, n_ff, n_ff**-0.5)),
         ]
-    _write_gguf(out, kvs, tensors)
+    gguf.write_gguf(out, kvs, tensors)
     return out
 
 

@@ -2,20 +2,31 @@
 
 The constrained decoder reads every candidate token as bytes, so the whole table is
 rendered once at load: ``Llama.detokenize`` of the high-level API drops tokens longer
-than 32 bytes, and control tokens (FIM markers, EOS) must render as nothing.
+than 32 bytes, and control tokens (FIM markers, EOS) must render as nothing.  What
+llama.cpp does not report (the pre-tokenizer's name, the token types before llama.cpp
+overrode them) is read from the GGUF file itself (:mod:`.gguf`).
 """
 
 from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
+from . import gguf
 from .errors import ModelError
 from .families import FIM_KINDS
 
 __all__ = ["LlamaVocabulary"]
+
+#: The file's entries the vocabulary reads (``tokenizer.ggml.*``).
+_FILE_KEYS = ("tokenizer.ggml.pre", "tokenizer.ggml.token_type")
+#: ``llama_token_type`` of ordinary text, as ``tokenizer.ggml.token_type`` stores it.
+_NORMAL = 1
 
 #: llama.cpp's function for the id of each special-token kind.
 _REPORTED = {
@@ -31,7 +42,9 @@ class LlamaVocabulary:
     tokenizing raise ``ModelError`` instead of reading freed memory.
     """
 
-    def __init__(self, lib: ModuleType, model: Any, name: str = "the model") -> None:
+    def __init__(
+        self, lib: ModuleType, model: Any, name: str = "the model", path: Path | None = None
+    ) -> None:
         self._lib = lib
         self._vocab: Any = lib.llama_model_get_vocab(model)
         self.n_vocab: int = lib.llama_vocab_n_tokens(self._vocab)
@@ -41,6 +54,34 @@ class LlamaVocabulary:
         self._token_bytes: list[bytes] = [self._piece(i, piece) for i in range(self.n_vocab)]
         #: Whether ``tokenize`` prepends SentencePiece's dummy space (llama, CodeLlama, ...).
         self.space_prefix = self.detokenize(self.tokenize("a")) == b" a"
+        #: The pre-tokenizer's name in the file (``tokenizer.ggml.pre``): "qwen2",
+        #: "mellum", ...; None when unknown.
+        self.pre: str | None = None
+        #: Tokens the file stores as ordinary text that llama.cpp loads as control tokens
+        #: because of their text (it ends generation at any token spelled "</s>", which
+        #: in Qwen's byte-level vocabulary is the HTML tag, id 128247): their bytes are
+        #: their text, and they end nothing unless the metadata says so.
+        self.ordinary_ids: frozenset[int] = frozenset()
+        if path is not None:
+            self._read_file(path, piece)
+
+    def _read_file(self, path: Path, buf: Any) -> None:
+        """What llama.cpp does not tell: the pre-tokenizer and the file's token types."""
+        try:
+            entries = {e.key: e for e in gguf.read_entries(path, _FILE_KEYS)}
+        except (OSError, ModelError):
+            return
+        pre = entries.get("tokenizer.ggml.pre")
+        self.pre = pre.value() if pre is not None and pre.vtype == gguf.STRING else None
+        types = entries.get("tokenizer.ggml.token_type")
+        if types is None or types.vtype != gguf.ARRAY or types.count != self.n_vocab:
+            return
+        ordinary = np.flatnonzero(types.value() == _NORMAL)
+        table = self._token_bytes
+        silent = [int(t) for t in ordinary.tolist() if not table[t]]
+        for token in silent:
+            table[token] = self._piece(token, buf, special=True)
+        self.ordinary_ids = frozenset(t for t in silent if table[t])
 
     def close(self) -> None:
         self._vocab = None
@@ -52,12 +93,12 @@ class LlamaVocabulary:
 
     # ------------------------------------------------------------ the token table
 
-    def _piece(self, token: int, buf: Any) -> bytes:
-        """Bytes of one token; control tokens render as b"" (special=False)."""
-        n = self._lib.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, False)
+    def _piece(self, token: int, buf: Any, special: bool = False) -> bytes:
+        """Bytes of one token; control tokens render as b"" unless ``special``."""
+        n = self._lib.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, special)
         if n < 0:  # longer than the buffer: llama.cpp returns minus the size it needs
             big = ctypes.create_string_buffer(-n)
-            n = self._lib.llama_token_to_piece(self._vocab, token, big, -n, 0, False)
+            n = self._lib.llama_token_to_piece(self._vocab, token, big, -n, 0, special)
             return big.raw[:n]
         return bytes(buf.raw[:n])
 

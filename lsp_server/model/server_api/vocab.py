@@ -99,8 +99,8 @@ class ServerVocab:
             return next((ids[t] for t in SPECIAL_TEXTS[kind] if t in ids), None)
 
         found = {kind: find(kind) for kind in SPECIAL_TEXTS}
-        fim = FimTokens(eos=eos, bos=bos, **found)
-        stops = {fim.pre, fim.suf, fim.mid, fim.pad, fim.rep, fim.sep, fim.eot, fim.eos}
+        fim = FimTokens(eos=eos, bos=bos, file=ids.get("<filename>"), **found)
+        stops = {*fim.markers, fim.eot, fim.eos}
         eog = {ids[t] for t in EOG_TEXTS if t in ids} | {t for t in stops if t is not None}
         return cls(
             tuple(pieces),
