@@ -106,6 +106,7 @@ def _complete(args: argparse.Namespace) -> int:
     from .decoding import DecodeOptions, generate
     from .model import ModelError, open_model
     from .model.native import NATIVE_LOGGER
+    from .model.threads import suitable_threads
 
     # llama.cpp's errors are logged as warnings, which logging's last-resort handler would
     # print before the ModelError message that already carries them.
@@ -132,7 +133,8 @@ def _complete(args: argparse.Namespace) -> int:
         file_path=args.file,
     )
     try:
-        with open_model(args.model, n_ctx=args.ctx_size, n_threads=args.threads,
+        threads = args.threads or suitable_threads()
+        with open_model(args.model, n_ctx=args.ctx_size, n_threads=threads,
                         n_gpu_layers=args.gpu_layers) as model:  # fmt: skip
             result = generate(model, text[:offset], text[offset:], options, target=target.version)
             detected = model.detected()
@@ -238,7 +240,9 @@ def _add_complete_command(sub: Any) -> None:
     comp.add_argument("--single-line", action="store_true", help="the middle may not span lines")
     comp.add_argument("--deadline", type=float, default=None, help="seconds for the whole request")
     comp.add_argument("--ctx-size", type=int, default=4096)
-    comp.add_argument("--threads", type=int, default=1)
+    comp.add_argument(
+        "--threads", type=int, default=0, help="llama.cpp's threads (0: physical cores less one)"
+    )
     comp.add_argument("--gpu-layers", type=int, default=None, help="default: all if supported")
     comp.add_argument(
         "--target",

@@ -10,7 +10,14 @@ polls its cancel flag between prompt chunks and between tokens.
 
 What a request is answered with is the :class:`~lsp_server.planner.Planner`'s
 business; the engine owns the model's life (loading, reloading when the settings
-that shape it change, its :class:`~lsp_server.status.EngineState`) and the queue.
+that shape it change, its :class:`~lsp_server.status.EngineState`), the queue, and two
+threads: the model worker and the quotient thread, on which the planner builds a
+request's quotient while the worker reads its prompt.
+
+When the queue is empty and the user has paused, the worker reads ahead
+(:mod:`lsp_server.readahead`) for the document last opened, changed or asked about;
+a request preempts it within one short chunk.  At load, a short read measures how fast
+this machine reads prompts, which sizes the first request's prompt.
 """
 
 from __future__ import annotations
@@ -20,9 +27,13 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from .model import Backend, FimModel, ModelError, describe_spec, resolve_model
+from .model.threads import suitable_threads
 from .planner import Planner
+from .prompt_budget import PromptBudget, ReadSpeed
+from .readahead import ReadAhead
 from .request import Answer, Request
 from .settings import Settings
 from .status import EngineState
@@ -35,6 +46,16 @@ log = logging.getLogger(__name__)
 StateHook = Callable[[EngineState, str], None]
 #: Called with (percentage, message) while a model loads or downloads.
 ProgressHook = Callable[[int, str], None]
+
+#: Read at load to measure the prompt speed (any code will do; it is not kept).
+_CALIBRATION_TEXT = "".join(
+    f"def handler_{i}(request, *, timeout={i}.0):\n"
+    f"    response = request.send(timeout=timeout)\n"
+    f"    return response.json()['items'][{i}]\n\n"
+    for i in range(8)
+)
+#: Tokens of the calibration read (after a short read that warms llama.cpp's buffers up).
+_CALIBRATION_TOKENS = 64
 
 
 class Engine:
@@ -50,7 +71,12 @@ class Engine:
         self.state = EngineState.IDLE
         self.state_message = "no model loaded yet"
         self.model: Backend | None = None
-        self.planner = Planner()
+        self._quotients = ThreadPoolExecutor(1, thread_name_prefix="fimlsp-quotient")
+        self.planner = Planner(self._quotients)
+        self.read_ahead = ReadAhead(self.planner)
+        self._settings = Settings()
+        self._serving = threading.Event()  # a request is queued or being answered
+        self._stopping = False
         self._model_key: tuple[object, ...] | None = None
         #: What was detected about the loaded model (family, layout, end tokens), taken
         #: at load so that a status request never reads the model the worker uses.
@@ -72,6 +98,7 @@ class Engine:
 
         Returns whether a load was queued.
         """
+        self._settings = settings
         if not settings.enable:
             self._set_state(EngineState.DISABLED, "completions are disabled in the settings")
             return False
@@ -91,11 +118,13 @@ class Engine:
 
     def shutdown(self, timeout: float | None = 5.0) -> None:
         """Cancel everything, stop the worker and free the model."""
+        self._stopping = True
         with self._lock:
             for request in self._latest.values():
                 request.cancel.set()
         self._jobs.put(None)
         self._thread.join(timeout)
+        self._quotients.shutdown(wait=False, cancel_futures=True)
 
     @property
     def worker_alive(self) -> bool:
@@ -107,11 +136,22 @@ class Engine:
         """The document was closed: drop what was kept for it."""
         with self._lock:
             request = self._latest.pop(uri, None)
+        self.read_ahead.forget(uri)
         self.planner.forget(uri)
         if request is not None:
             request.cancel.set()
 
-    def counters(self) -> dict[str, int]:
+    def document_changed(self, uri: str, text: str) -> None:
+        """A document was opened or changed (``didOpen``, ``didChange``): it becomes what
+        the worker reads ahead for once the user pauses."""
+        self.read_ahead.document(uri, text)
+        self._jobs.put(_wake)  # stop reading ahead for the old text; wait for the pause
+
+    def _preempted(self) -> bool:
+        """Read-ahead must stop: a request is queued or being answered, or the server stops."""
+        return self._stopping or self._serving.is_set() or not self._jobs.empty()
+
+    def counters(self) -> dict[str, float]:
         """What the engine holds, to show that nothing accumulates."""
         with self._lock:
             return {
@@ -121,6 +161,7 @@ class Engine:
                 "served": self.served,
                 "cancelled": self.cancelled,
                 "shared": self.shared,
+                **self.read_ahead.counters(),
             }
 
     def _set_state(self, state: EngineState, message: str) -> None:
@@ -149,6 +190,7 @@ class Engine:
         if key != self._wanted_key:
             model.close()
             return
+        self.planner.budget = PromptBudget(ReadSpeed(_calibrate(model)))
         self.detected = model.detected()
         self.model, self._model_key = model, key
         self.on_progress(100, "ready")
@@ -168,13 +210,18 @@ class Engine:
         return FimModel(
             path,
             n_ctx=settings.context_size,
-            n_threads=settings.threads,
+            n_threads=settings.threads or suitable_threads(),
             n_gpu_layers=settings.gpu_layers,
         )
 
     def _work(self) -> None:
         while True:
-            job = self._jobs.get()
+            wait = self.read_ahead.wait_s() if self.state == EngineState.READY else None
+            try:
+                job = self._jobs.get(timeout=wait)
+            except queue.Empty:
+                self._read_ahead()
+                continue
             if job is None:
                 break
             try:
@@ -185,6 +232,15 @@ class Engine:
             self.model.close()
             self.model = None
 
+    def _read_ahead(self) -> None:
+        model = self.model
+        if model is None or self._preempted():
+            return
+        try:
+            self.read_ahead.run(model, self._settings, self._quotients, self._preempted)
+        except Exception:
+            log.exception("read-ahead failed")
+
     # ---------------------------------------------------------------- requests
 
     def submit(
@@ -192,6 +248,8 @@ class Engine:
     ) -> Request:
         """Queue a completion; the previous request for ``uri`` is cancelled."""
         request = Request(uri, text, offset, settings, alternatives)
+        self._serving.set()
+        self.read_ahead.requested(uri, text, offset)
         with self._lock:
             previous = self._latest.get(uri)
             if previous is not None and previous.same_question(request):
@@ -217,6 +275,15 @@ class Engine:
         return self.planner.answer(request, self.model, self.state, self.state_message)
 
     def _serve(self, request: Request) -> None:
+        self._serving.set()
+        try:
+            self._serve_one(request)
+        finally:
+            self.read_ahead.touch()
+            if self._jobs.empty():
+                self._serving.clear()
+
+    def _serve_one(self, request: Request) -> None:
         self.served += 1
         if request.future.set_running_or_notify_cancel() is False:
             self.cancelled += 1
@@ -239,3 +306,23 @@ class Engine:
         with self._lock:
             if self._latest.get(request.uri) is request:
                 del self._latest[request.uri]
+
+
+def _wake() -> None:
+    """A job that does nothing: it wakes the worker (to look at read-ahead again)."""
+
+
+def _calibrate(model: Backend) -> float | None:
+    """Prompt tokens per second this machine reads, measured with a short read."""
+    tokens = model.tokenize(_CALIBRATION_TEXT)[: 16 + _CALIBRATION_TOKENS]
+    if len(tokens) < 16 + _CALIBRATION_TOKENS:
+        return None
+    try:
+        model.prefill(tokens[:16])  # the first read sets buffers up: not timed
+        started = time.perf_counter()
+        model.prefill(tokens)
+        seconds = time.perf_counter() - started
+    except ModelError:
+        log.exception("measuring the prompt speed failed")
+        return None
+    return _CALIBRATION_TOKENS / seconds if seconds > 0 else None

@@ -12,6 +12,11 @@ Every answer carries its ``fimlsp/status`` figures, computed once from the reque
 moments (:meth:`lsp_server.status.RequestTimes.figures`).  The planner keeps, per
 document, the quotient builder (left-context states, right-context memo) and the
 completion last shown.
+
+Before generating, the prompt is sized to the machine (:mod:`lsp_server.prompt_budget`)
+and read while the quotient is built on the quotient thread: the quotient is pure
+Python, and llama.cpp lets go of the interpreter while it reads, so on two cores the
+two overlap.  A cancel stops both.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -27,12 +33,15 @@ from urllib.parse import unquote, urlsplit
 from lexer.text import LINE_END_RE
 from lexer.version import TargetVersion
 from quotient_parser.newer_syntax import NewerSyntax, find_newer_syntax
-from quotient_parser.quotient import Quotient, QuotientBuilder
+from quotient_parser.quotient import BuildInterrupted, Quotient, QuotientBuilder
 
 from .decoding import Completion, DecodeOptions, generate
+from .decoding.stopping import StopCheck
 from .lines import document_line_ends, single_line
-from .model import Backend
+from .model import Backend, Interrupted
+from .prompt_budget import PromptBudget, PromptChoice
 from .request import Answer, Request, Suggestion
+from .settings import Settings
 from .status import EngineState, StopReason, target_status
 from .target import ProjectTarget, target_in_force
 
@@ -56,9 +65,13 @@ class _Shown:
 
 class Planner:
     """Answers requests one at a time (on the worker); ``forget`` and ``counters`` may be
-    called from other threads."""
+    called from other threads.
 
-    def __init__(self) -> None:
+    ``quotients`` runs quotient construction (one thread: a builder is not thread-safe);
+    without it quotients are built on the caller's thread, after the prompt is read.
+    """
+
+    def __init__(self, quotients: Executor | None = None) -> None:
         self._builders: OrderedDict[tuple[str, TargetVersion], QuotientBuilder] = OrderedDict()
         self._shown: dict[str, _Shown] = {}
         #: Per document: the text through the line that needs a newer Python (or the
@@ -68,6 +81,10 @@ class Planner:
         #: The client's workspace folders (from ``initialize``): where an ``auto``
         #: target is read from (a project's virtual environment).
         self.workspace_folders: tuple[str, ...] = ()
+        self.quotients = quotients
+        self.budget = PromptBudget()
+        self.prompt_tokens = 0  # tokens of the prompts requests used
+        self.prompt_evaluated = 0  # of which requests read themselves (not cached)
 
     def forget(self, uri: str) -> None:
         """The document was closed: drop what was kept for it."""
@@ -79,7 +96,35 @@ class Planner:
 
     def counters(self) -> dict[str, int]:
         with self._lock:
-            return {"builders": len(self._builders), "shownCompletions": len(self._shown)}
+            return {
+                "builders": len(self._builders),
+                "shownCompletions": len(self._shown),
+                "promptTokens": self.prompt_tokens,
+                "promptEvaluated": self.prompt_evaluated,
+                "promptTokensPerSecond": round(self.budget.speed.tokens_per_s),
+            }
+
+    def builder(self, uri: str, target: TargetVersion) -> QuotientBuilder:
+        """The document's quotient builder (made, or moved to the front of those kept)."""
+        key = (uri, target)
+        with self._lock:
+            builder = self._builders.get(key)
+            if builder is None:
+                builder = self._builders[key] = QuotientBuilder(target)
+                while len(self._builders) > BUILDERS_KEPT:
+                    self._builders.popitem(last=False)
+            else:
+                self._builders.move_to_end(key)
+        return builder
+
+    def prompt_options(self, settings: Settings, uri: str) -> DecodeOptions:
+        """The options that shape the prompt of a request in ``uri`` (its budget aside)."""
+        return DecodeOptions(
+            mode=settings.mode,
+            max_tokens=settings.max_tokens,
+            top_k=settings.top_k,
+            file_path=_file_name(uri),
+        )
 
     # ---------------------------------------------------------------- answering
 
@@ -99,13 +144,67 @@ class Planner:
         reused = self._typed_along(request)
         if reused is not None:
             return _answer(request, state, [reused], StopReason.REUSED, tokens=0)
-        quotient = self._quotient(request, target.version)
-        if request.settings.mode == "constrained" and quotient.empty:
+        assert model is not None  # _refusal answers when there is none
+        settings = request.settings
+        choice = self.budget.choose(
+            model,
+            request.left,
+            request.right,
+            self.prompt_options(settings, request.uri),
+            settings.deadline_ms / 1e3,
+        )
+        building = self._start_quotient(request, target.version)
+        read = self._read_prompt(request, model, choice, building)
+        try:
+            quotient = building.result()
+        except BuildInterrupted:
+            return _nothing(request, state, StopReason.CANCELLED)
+        figures = {"promptTokens": len(choice.prompt), "promptEvaluated": choice.uncached}
+        with self._lock:
+            self.prompt_tokens += len(choice.prompt)
+            self.prompt_evaluated += choice.uncached
+        if settings.mode == "constrained" and quotient.empty:
             message = self._why_empty(request, quotient, target)
             request.times.quotient_built = time.perf_counter()  # explaining is part of it
-            return _nothing(request, state, StopReason.NO_MIDDLE_FITS, message)
-        assert model is not None  # _refusal answers when there is none
-        return self._generated(request, model, state, quotient)
+            return _nothing(request, state, StopReason.NO_MIDDLE_FITS, message, figures)
+        built = request.times.quotient_built
+        if read is not None and built is not None:
+            # The prompt phase is what reading took beyond the quotient's construction.
+            request.times.generation(built, max(built, read), None)
+        return self._generated(request, model, state, quotient, choice.budget, figures)
+
+    def _read_prompt(
+        self, request: Request, model: Backend, choice: PromptChoice, building: Future[Quotient]
+    ) -> float | None:
+        """Read the chosen prompt while the quotient is built; the moment it was read, or
+        None when it stopped: on a cancel or at the deadline (the generation then goes on
+        from what was read, or stops), or because the quotient came out empty."""
+        deadline = request.times.received + request.settings.deadline_ms / 1e3
+        constrained = request.settings.mode == "constrained"
+
+        def cancelled() -> bool:
+            return request.cancel.is_set() or (constrained and _came_out_empty(building))
+
+        stop = StopCheck(cancelled, deadline)
+        started = time.perf_counter()
+        try:
+            model.prefill(choice.prompt, stop)
+        except Interrupted:
+            return None
+        ended = time.perf_counter()
+        self.budget.speed.note(choice.uncached, ended - started)
+        return ended
+
+    def _start_quotient(self, request: Request, target: TargetVersion) -> Future[Quotient]:
+        """Build the request's quotient on the quotient thread (here without one)."""
+        if self.quotients is not None:
+            return self.quotients.submit(self._quotient, request, target)
+        done: Future[Quotient] = Future()
+        try:
+            done.set_result(self._quotient(request, target))
+        except BuildInterrupted as exc:
+            done.set_exception(exc)
+        return done
 
     def _why_empty(self, request: Request, quotient: Quotient, target: ProjectTarget) -> str:
         """Why no middle fits: syntax newer than the target (say where, and where the
@@ -172,36 +271,34 @@ class Planner:
 
     def _quotient(self, request: Request, target: TargetVersion) -> Quotient:
         """The quotient for the request, from the document's builder (kept for the next
-        keystroke)."""
-        key = (request.uri, target)
-        with self._lock:
-            builder = self._builders.get(key)
-            if builder is None:
-                builder = self._builders[key] = QuotientBuilder(target)
-                while len(self._builders) > BUILDERS_KEPT:
-                    self._builders.popitem(last=False)
-            else:
-                self._builders.move_to_end(key)
-        quotient = builder.build(request.left, request.right)
+        keystroke); a cancel interrupts it (``BuildInterrupted``)."""
+        builder = self.builder(request.uri, target)
+        quotient = builder.build(request.left, request.right, interrupt=request.cancel.is_set)
         request.times.quotient_built = time.perf_counter()
         return quotient
 
     # ---------------------------------------------------------------- generating
 
     def _generated(
-        self, request: Request, model: Backend, state: EngineState, quotient: Quotient
+        self,
+        request: Request,
+        model: Backend,
+        state: EngineState,
+        quotient: Quotient,
+        budget: int,
+        figures: dict[str, Any],
     ) -> Answer:
         """Generate in the line mode the settings ask for (falling back to multi-line in
         ``auto``), and offer the other line mode's middle when the user asked."""
         settings = request.settings
         single = single_line(settings.line_mode, quotient)
-        result = _generate(request, model, quotient, single)
+        result = _generate(request, model, quotient, single, budget)
         fell_back = False
         if single and settings.line_mode == "auto" and not result.complete:
             if not request.cancelled and not _late(request):
                 single = False  # the line cannot be finished on its own: offer more lines
                 fell_back = True
-                result = _generate(request, model, quotient, single)
+                result = _generate(request, model, quotient, single, budget)
         suggestions: list[Suggestion] = []
         usable = result.complete or settings.mode == "unconstrained"
         if result.middle and usable and not request.cancelled:
@@ -210,11 +307,12 @@ class Planner:
             with self._lock:
                 self._shown[request.uri] = _Shown(request.left, request.right, middle, single)
             if request.alternatives and not fell_back:
-                other = _alternative(request, model, quotient, single)
+                other = _alternative(request, model, quotient, single, budget)
                 if other is not None and other.middle != middle:
                     suggestions.append(other)
         stop = StopReason.CANCELLED if request.cancelled else result.stop_reason
-        return _answer(request, state, suggestions, stop, **_result_figures(result, single))
+        figures = {**figures, **_result_figures(result, single)}
+        return _answer(request, state, suggestions, stop, **figures)
 
 
 def _file_name(uri: str) -> str:
@@ -223,8 +321,11 @@ def _file_name(uri: str) -> str:
     return PurePosixPath(unquote(urlsplit(uri).path)).name
 
 
-def _generate(request: Request, model: Backend, quotient: Quotient, single: bool) -> Completion:
-    """One generation within what is left of the request's deadline."""
+def _generate(
+    request: Request, model: Backend, quotient: Quotient, single: bool, budget: int
+) -> Completion:
+    """One generation within what is left of the request's deadline, from a prompt of
+    ``budget`` tokens of text."""
     settings = request.settings
     elapsed = time.perf_counter() - request.times.received
     options = DecodeOptions(
@@ -233,6 +334,7 @@ def _generate(request: Request, model: Backend, quotient: Quotient, single: bool
         top_k=settings.top_k,
         single_line=single,
         deadline_s=max(0.01, settings.deadline_ms / 1e3 - elapsed),
+        prompt_budget=budget,
         file_path=_file_name(request.uri),
     )
     result = generate(
@@ -250,7 +352,7 @@ def _generate(request: Request, model: Backend, quotient: Quotient, single: bool
 
 
 def _alternative(
-    request: Request, model: Backend, quotient: Quotient, single: bool
+    request: Request, model: Backend, quotient: Quotient, single: bool, budget: int
 ) -> Suggestion | None:
     """The middle of the other line mode, for a second item (constrained, ``auto``)."""
     settings = request.settings
@@ -258,11 +360,16 @@ def _alternative(
         return None
     if request.cancelled or _late(request):
         return None
-    other = _generate(request, model, quotient, not single)
+    other = _generate(request, model, quotient, not single, budget)
     if not other.complete or not other.middle or request.cancelled:
         return None
     middle = document_line_ends(other.middle, quotient, request.text)
     return Suggestion(middle, not single, other.complete, other.stop_reason)
+
+
+def _came_out_empty(building: Future[Quotient]) -> bool:
+    """The quotient is built and no middle fits: nothing will be generated."""
+    return building.done() and building.exception() is None and building.result().empty
 
 
 def _late(request: Request) -> bool:
@@ -284,12 +391,15 @@ def _result_figures(result: Completion, single: bool) -> dict[str, Any]:
 
 
 def _nothing(
-    request: Request, state: EngineState, stop: StopReason, message: str | None = None
+    request: Request,
+    state: EngineState,
+    stop: StopReason,
+    message: str | None = None,
+    figures: dict[str, Any] | None = None,
 ) -> Answer:
     """No suggestion, and why."""
-    return Answer(
-        [], _status(request, state, stop, {} if message is None else {"message": message})
-    )
+    extra = {**(figures or {}), **({} if message is None else {"message": message})}
+    return Answer([], _status(request, state, stop, extra))
 
 
 def _answer(

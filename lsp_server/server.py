@@ -192,6 +192,7 @@ class FimLanguageServer(LanguageServer):
 
     def open_document(self, item: types.TextDocumentItem) -> None:
         self.documents[item.uri] = Document(item.uri, item.text, item.version, item.language_id)
+        self.engine.document_changed(item.uri, item.text)
 
     def change_document(self, params: types.DidChangeTextDocumentParams) -> None:
         """Apply the changes in order.  A change that does not fit the text (a line past
@@ -222,6 +223,7 @@ class FimLanguageServer(LanguageServer):
                 )
                 return
         doc.version = params.text_document.version
+        self.engine.document_changed(doc.uri, doc.text)
 
     def close_document(self, uri: str) -> None:
         self.forget_document(uri)

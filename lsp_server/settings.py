@@ -37,7 +37,8 @@ class Settings:
     model_file: str | None = None
     gpu_layers: int | None = None  # None: all layers when llama.cpp can offload
     context_size: int = 4096
-    threads: int = 1
+    #: CPU threads for llama.cpp; 0: what suits the machine (``model.threads``).
+    threads: int = 0
     max_tokens: int = 64
     deadline_ms: int = 3000
     top_k: int = 50
@@ -162,7 +163,7 @@ def _check(name: str, value: object) -> object:
         return _choice(value, LINE_MODES)
     limits = {
         "context_size": (256, 1 << 20),
-        "threads": (1, 512),
+        "threads": (0, 512),
         "max_tokens": (1, 4096),
         "deadline_ms": (50, 600_000),
         "top_k": (1, 1 << 20),

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import collections
 import functools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from lexer import LexError, LexErrorCode, LexState
@@ -46,6 +46,7 @@ __all__ = [
     "right_context_can_end_module",
     "start_modes_that_end",
     "string_heads",
+    "warm_backward_parse",
 ]
 
 _OPENERS = {")": "(", "]": "[", "}": "{"}
@@ -224,6 +225,44 @@ def _reverse_viable(
         if room > 0:  # shared tails of later attempts hit the step memo
             keep.append(chart)
             room -= 1
+    return True
+
+
+#: Symbols parsed between two polls of a warming parse's ``interrupt``.
+_POLL_SYMBOLS = 256
+
+
+def warm_backward_parse(
+    document: str, version: tuple[int, int], interrupt: Callable[[], bool] | None = None
+) -> bool:
+    """Parse a whole document backwards ahead of requests, keeping its charts among the
+    recent parses.
+
+    A right context cut from the document (the text after a cursor) lexes to the same
+    symbols from its second line to its end, and every backward parse starts from one
+    initial chart: while the document's charts are kept, the right context's check
+    finds its steps memoised except the few at its front.  Returns False when
+    ``interrupt`` stopped it (the part from the end that was parsed is kept: the next
+    call finds it memoised and goes on).
+    """
+    try:
+        symbols = _lex(_Attempt("", True), document, version)
+    except LexError:
+        return True  # nothing to share: the document does not lex from its start
+    _, classify, initial = _reversed_automaton(version)
+    chart: Chart | None = initial
+    keep = _remember_parse()
+    for done, (kind, text, _start) in enumerate(reversed(symbols)):
+        if interrupt is not None and done % _POLL_SYMBOLS == 0 and interrupt():
+            return False
+        symbol = classify(kind, text)
+        assert chart is not None
+        chart = None if symbol is None else chart.step(symbol)
+        if chart is None:
+            return True  # the document is broken here: what precedes it shares nothing
+        if len(keep) >= MAX_RECENT_CHARTS:
+            return True  # what is parsed further would not be kept: no use ahead of time
+        keep.append(chart)
     return True
 
 

@@ -51,7 +51,7 @@ export const DEFAULTS: Readonly<ServerSettings> = Object.freeze({
   modelFile: null,
   gpuLayers: null,
   contextSize: 4096,
-  threads: 1,
+  threads: 0,
   maxTokens: 64,
   deadlineMs: 3000,
   topK: 50,
@@ -65,7 +65,7 @@ export const DEFAULTS: Readonly<ServerSettings> = Object.freeze({
 const INT_LIMITS: Record<string, [number, number]> = {
   gpuLayers: [0, 100_000],
   contextSize: [256, 1 << 20],
-  threads: [1, 512],
+  threads: [0, 512],
   maxTokens: [1, 4096],
   deadlineMs: [50, 600_000],
   topK: [1, 1 << 20],

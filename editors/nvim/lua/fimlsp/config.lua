@@ -77,7 +77,7 @@ M.server_settings = {
     return v == nil or v == vim.NIL or v == -1 or int_in(0, 100000)(v), "-1 (all) or 0..100000"
   end,
   contextSize = int_in(256, 1048576),
-  threads = int_in(1, 512),
+  threads = int_in(0, 512),
   maxTokens = int_in(1, 4096),
   deadlineMs = int_in(50, 600000),
   topK = int_in(1, 1048576),

@@ -143,7 +143,7 @@ describe('serverSettings', () => {
     const settings = serverSettings(
       readerFromObject({
         contextSize: 10,
-        threads: 0,
+        threads: -2,
         maxTokens: 100000,
         deadlineMs: 12.4,
         topK: -3,
@@ -151,7 +151,7 @@ describe('serverSettings', () => {
       }),
     );
     assert.equal(settings.contextSize, 256);
-    assert.equal(settings.threads, 1);
+    assert.equal(settings.threads, 0);
     assert.equal(settings.maxTokens, 4096);
     assert.equal(settings.deadlineMs, 50);
     assert.equal(settings.topK, 1);
