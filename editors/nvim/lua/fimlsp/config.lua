@@ -83,7 +83,7 @@ M.server_settings = {
   topK = int_in(1, 1048576),
   mode = one_of("constrained", "unconstrained", "checked"),
   lineMode = one_of("auto", "single", "multi"),
-  pythonVersion = one_of("3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15"),
+  pythonVersion = one_of("auto", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15"),
   maxDocumentChars = int_in(1, 2147483648),
 }
 
