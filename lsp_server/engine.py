@@ -134,6 +134,12 @@ class Engine:
         self._thread.join(timeout)
         self._quotients.shutdown(wait=False, cancel_futures=True)
 
+    @property
+    def worker_alive(self) -> bool:
+        """Whether the worker thread still runs (after :meth:`shutdown`: it is stuck in a
+        model call that outlived the wait)."""
+        return self._thread.is_alive()
+
     def forget(self, uri: str) -> None:
         """The document was closed: drop what was kept for it."""
         with self._lock:

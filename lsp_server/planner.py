@@ -30,7 +30,9 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from lexer.text import LINE_END_RE
 from lexer.version import TargetVersion
+from quotient_parser.newer_syntax import NewerSyntax, find_newer_syntax
 from quotient_parser.quotient import BuildInterrupted, Quotient, QuotientBuilder
 
 from .decoding import Completion, DecodeOptions, generate
@@ -40,7 +42,8 @@ from .model import Backend, Interrupted
 from .prompt_budget import PromptBudget, PromptChoice
 from .request import Answer, Request, Suggestion
 from .settings import Settings
-from .status import EngineState, StopReason
+from .status import EngineState, StopReason, target_status
+from .target import ProjectTarget, target_in_force
 
 __all__ = ["Planner"]
 
@@ -71,7 +74,13 @@ class Planner:
     def __init__(self, quotients: Executor | None = None) -> None:
         self._builders: OrderedDict[tuple[str, TargetVersion], QuotientBuilder] = OrderedDict()
         self._shown: dict[str, _Shown] = {}
+        #: Per document: the text through the line that needs a newer Python (or the
+        #: whole text when none does), for its target, and what was found.
+        self._newer: dict[str, tuple[TargetVersion, str, NewerSyntax | None]] = {}
         self._lock = threading.Lock()
+        #: The client's workspace folders (from ``initialize``): where an ``auto``
+        #: target is read from (a project's virtual environment).
+        self.workspace_folders: tuple[str, ...] = ()
         self.quotients = quotients
         self.budget = PromptBudget()
         self.prompt_tokens = 0  # tokens of the prompts requests used
@@ -81,6 +90,7 @@ class Planner:
         """The document was closed: drop what was kept for it."""
         with self._lock:
             self._shown.pop(uri, None)
+            self._newer.pop(uri, None)
             for key in [k for k in self._builders if k[0] == uri]:
                 del self._builders[key]
 
@@ -128,6 +138,9 @@ class Planner:
         refused = self._refusal(request, model, state, message)
         if refused is not None:
             return refused
+        target = request.target = target_in_force(
+            request.settings.python_version, request.uri, self.workspace_folders
+        )
         reused = self._typed_along(request)
         if reused is not None:
             return _answer(request, state, [reused], StopReason.REUSED, tokens=0)
@@ -140,7 +153,7 @@ class Planner:
             self.prompt_options(settings, request.uri),
             settings.deadline_ms / 1e3,
         )
-        building = self._start_quotient(request)
+        building = self._start_quotient(request, target.version)
         read = self._read_prompt(request, model, choice, building)
         try:
             quotient = building.result()
@@ -151,12 +164,8 @@ class Planner:
             self.prompt_tokens += len(choice.prompt)
             self.prompt_evaluated += choice.uncached
         if settings.mode == "constrained" and quotient.empty:
-            message = (
-                "no text at the cursor can connect to the code after it"
-                if quotient.left_viable
-                else "the code before the cursor is not valid Python, whatever follows"
-            )
-            request.times.quotient_built = time.perf_counter()  # the read stopped meanwhile
+            message = self._why_empty(request, quotient, target)
+            request.times.quotient_built = time.perf_counter()  # explaining is part of it
             return _nothing(request, state, StopReason.NO_MIDDLE_FITS, message, figures)
         built = request.times.quotient_built
         if read is not None and built is not None:
@@ -186,16 +195,47 @@ class Planner:
         self.budget.speed.note(choice.uncached, ended - started)
         return ended
 
-    def _start_quotient(self, request: Request) -> Future[Quotient]:
+    def _start_quotient(self, request: Request, target: TargetVersion) -> Future[Quotient]:
         """Build the request's quotient on the quotient thread (here without one)."""
         if self.quotients is not None:
-            return self.quotients.submit(self._quotient, request)
+            return self.quotients.submit(self._quotient, request, target)
         done: Future[Quotient] = Future()
         try:
-            done.set_result(self._quotient(request))
+            done.set_result(self._quotient(request, target))
         except BuildInterrupted as exc:
             done.set_exception(exc)
         return done
+
+    def _why_empty(self, request: Request, quotient: Quotient, target: ProjectTarget) -> str:
+        """Why no middle fits: syntax newer than the target (say where, and where the
+        target came from), else which side of the cursor is at fault."""
+        newer = self._newer_syntax(request.uri, request.text, target.version)
+        if newer is not None:
+            return (
+                f"{newer.describe()}, newer than the target Python {target.version} "
+                f"({target.origin}): raise requires-python or set pythonVersion"
+            )
+        if quotient.left_viable:
+            return "no text at the cursor can connect to the code after it"
+        return "the code before the cursor is not valid Python, whatever follows"
+
+    def _newer_syntax(self, uri: str, text: str, target: TargetVersion) -> NewerSyntax | None:
+        """:func:`find_newer_syntax` of the document, kept while the text up to the line
+        it found (or all of it, when none) is unchanged: a user typing below that line
+        does not pay for another pass per keystroke."""
+        with self._lock:
+            known = self._newer.get(uri)
+        if known is not None and known[0] == target and text.startswith(known[1]):
+            if known[2] is not None or len(text) == len(known[1]):
+                return known[2]
+        found = find_newer_syntax(text, target)
+        head = text if found is None else text[: _line_end(text, found.offset)]
+        with self._lock:
+            self._newer.pop(uri, None)
+            self._newer[uri] = (target, head, found)
+            while len(self._newer) > BUILDERS_KEPT:
+                del self._newer[next(iter(self._newer))]
+        return found
 
     def _refusal(
         self, request: Request, model: Backend | None, state: EngineState, message: str
@@ -229,10 +269,10 @@ class Planner:
         rest = shown.middle[len(typed) :]
         return Suggestion(rest, shown.single_line, True, StopReason.REUSED)
 
-    def _quotient(self, request: Request) -> Quotient:
+    def _quotient(self, request: Request, target: TargetVersion) -> Quotient:
         """The quotient for the request, from the document's builder (kept for the next
         keystroke); a cancel interrupts it (``BuildInterrupted``)."""
-        builder = self.builder(request.uri, request.settings.target)
+        builder = self.builder(request.uri, target)
         quotient = builder.build(request.left, request.right, interrupt=request.cancel.is_set)
         request.times.quotient_built = time.perf_counter()
         return quotient
@@ -303,7 +343,7 @@ def _generate(
         quotient.right,
         options,
         quotient=quotient if settings.mode == "constrained" else None,
-        target=settings.target,
+        target=quotient.target,
         cancel=request.cancel.is_set,
     )
     times = result.times
@@ -382,4 +422,12 @@ def _status(
     timing figures of :meth:`~lsp_server.status.RequestTimes.figures`."""
     request.times.done = time.perf_counter()
     status: dict[str, Any] = {"uri": request.uri, "state": state, "stopReason": stop}
+    if request.target is not None:
+        status.update(target_status(request.target))
     return {**status, **extra, **request.times.figures()}
+
+
+def _line_end(text: str, offset: int) -> int:
+    """The offset just past the line end after ``offset`` (or the text's end)."""
+    match = LINE_END_RE.search(text, offset)
+    return len(text) if match is None else match.end()

@@ -41,6 +41,7 @@ from .model.backend import PromptCache
 from .planner import Planner
 from .prompt_budget import PromptChoice
 from .settings import Settings
+from .target import target_in_force
 
 __all__ = ["IDLE_S", "ReadAhead", "edit_end"]
 
@@ -231,7 +232,8 @@ class ReadAhead:
         parse, then the quotient at the cursor."""
         if len(focus.text) > settings.max_document_chars:
             return
-        builder = self.planner.builder(focus.uri, settings.target)
+        target = target_in_force(settings.python_version, focus.uri, self.planner.workspace_folders)
+        builder = self.planner.builder(focus.uri, target.version)
         if 2 * builder.warmed_lines(focus.text) < count_line_ends(focus.text):
             builder.warm(focus.text, stop)
         builder.warm_right(focus.text, stop)

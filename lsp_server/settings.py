@@ -14,14 +14,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lexer.version import NEWEST, SUPPORTED, TargetVersion
+from lexer.version import SUPPORTED, TargetVersion
 
 from .model.server_api.client import SERVER_APIS, ServerApi
 from .modes import LINE_MODES, MODES, LineMode, Mode
 
-__all__ = ["Settings", "SettingsLayers"]
+__all__ = ["AUTO_TARGET", "Settings", "SettingsLayers"]
 
-_TARGETS = tuple(str(v) for v in SUPPORTED)
+#: ``pythonVersion`` when the target comes from the user's project (``lsp_server.target``).
+AUTO_TARGET = "auto"
+_TARGETS = (AUTO_TARGET, *(str(v) for v in SUPPORTED))
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,8 @@ class Settings:
     top_k: int = 50
     mode: Mode = "constrained"
     line_mode: LineMode = "auto"
-    python_version: str = str(NEWEST)
+    #: A target ("3.12"), or ``auto``: the project's (``requires-python`` and so on).
+    python_version: str = AUTO_TARGET
     #: Larger documents get no completions (building their quotient would take seconds).
     max_document_chars: int = 2_000_000
     #: An inference server's API key (sent as a bearer token), when ``model`` is a URL.
@@ -57,8 +60,11 @@ class Settings:
     model_vocab: str | None = None
 
     @property
-    def target(self) -> TargetVersion:
-        """``python_version`` as the parser takes it (the setting is spelled "3.13")."""
+    def target(self) -> TargetVersion | None:
+        """``python_version`` as the parser takes it (the setting is spelled "3.13");
+        None for ``auto`` (:func:`lsp_server.target.target_in_force` resolves it)."""
+        if self.python_version == AUTO_TARGET:
+            return None
         return TargetVersion.parse(self.python_version)
 
     @property

@@ -559,12 +559,23 @@ class QuotientBuilder:
         interrupt: Interrupt | None = None,
     ) -> Quotient:
         """The quotient for (``left``, ``right``); ``interrupt``: see the module docstring."""
+        self._follow_generation()
         return Quotient(left, right, builder=self, stay_inside=stay_inside, interrupt=interrupt)
+
+    def _follow_generation(self) -> None:
+        """Move to the recognizer's newest generation (``Recognizer.max_states``),
+        dropping what was parsed with the old one."""
+        current = Recognizer(self.recognizer.version)
+        if current is not self.recognizer:
+            self.recognizer = current
+            self._left_index = self._document_index = None
+            self._rights.clear()
 
     def warm(self, document: str, interrupt: Interrupt | None = None) -> None:
         """Parse ``document`` ahead of requests, keeping a state at each of its line
         starts: a later left context that is a prefix of it starts from the line start
         before its end.  Interruptible like :meth:`build`, keeping what was parsed."""
+        self._follow_generation()
         previous = self._best_index(document)
         try:
             self._document_index, _ = _LeftIndex.build(

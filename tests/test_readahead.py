@@ -33,6 +33,7 @@ from lsp_server.prompt_budget import PromptBudget, ReadSpeed
 from lsp_server.readahead import ReadAhead, edit_end
 from lsp_server.settings import Settings
 from lsp_server.status import EngineState
+from lsp_server.target import target_in_force
 
 TEXT = "".join(f"def f{i}(x):\n    return x * {i} + len('{i}')\n\n" for i in range(120))
 URI = "file:///ahead.py"
@@ -72,7 +73,7 @@ def test_read_ahead_warms_the_quotient_and_the_prompts(model: FimModel) -> None:
     ahead.document(URI, TEXT)
     assert ahead.wait_s() == 0.0  # the document's quotient is to be warmed
     ahead.run(model, SETTINGS, None, lambda: False)
-    builder = ahead.planner.builder(URI, SETTINGS.target)
+    builder = ahead.planner.builder(URI, target_in_force(SETTINGS.python_version, URI, ()).version)
     assert builder.warmed_lines(TEXT) == count_line_ends(TEXT)
     assert ahead.wait_s() is None  # no cursor known: nothing more to do
     cursor = TEXT.index("def f100")
@@ -167,7 +168,7 @@ def test_the_engine_reads_ahead_when_idle_and_answers_meanwhile(engine: Engine) 
     answer = engine.submit(uri, text, len(text) - 50, settings).future.result(timeout=60)
     assert answer.status["promptTokens"] < engine.model.n_ctx // 2  # type: ignore[union-attr]
     assert answer.status["stopReason"] not in ("cancelled",), answer.status
-    builder = engine.planner.builder(uri, settings.target)
+    builder = engine.planner.builder(uri, target_in_force(settings.python_version, uri, ()).version)
     _wait_for(lambda: builder.warmed_lines(text) == count_line_ends(text))
     _wait_for(lambda: engine.read_ahead.wait_s() is None)  # the cursor's prompts read too
     assert engine.counters()["readAheadTokens"] > 0

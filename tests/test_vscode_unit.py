@@ -85,7 +85,7 @@ def test_enum_settings_cover_what_the_server_accepts() -> None:
     for name, values in {
         "mode": MODES,
         "lineMode": LINE_MODES,
-        "pythonVersion": ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15"),
+        "pythonVersion": ("auto", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15"),
     }.items():
         assert tuple(properties[f"fimlsp.{name}"]["enum"]) == values
         for wrong in ("", "other", "3.7"):

@@ -11,8 +11,18 @@ export const MODES = ['constrained', 'unconstrained', 'checked'] as const;
 export const LINE_MODES = ['auto', 'single', 'multi'] as const;
 /** Values of the `serverApi` setting. */
 export const SERVER_APIS = ['auto', 'llama.cpp', 'openai'] as const;
-/** Target Python grammars. */
-export const PYTHON_VERSIONS = ['3.8', '3.9', '3.10', '3.11', '3.12', '3.13', '3.14', '3.15'] as const;
+/** Target Python grammars; `auto`: the project's (requires-python and so on). */
+export const PYTHON_VERSIONS = [
+  'auto',
+  '3.8',
+  '3.9',
+  '3.10',
+  '3.11',
+  '3.12',
+  '3.13',
+  '3.14',
+  '3.15',
+] as const;
 
 /**
  * The server's settings, keyed as the server reads them (camelCase).
@@ -52,7 +62,7 @@ export const DEFAULTS: Readonly<ServerSettings> = Object.freeze({
   topK: 50,
   mode: 'constrained',
   lineMode: 'auto',
-  pythonVersion: '3.15',
+  pythonVersion: 'auto',
   maxDocumentChars: 2_000_000,
   apiKey: null,
   serverApi: 'auto',

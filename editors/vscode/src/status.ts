@@ -52,6 +52,9 @@ export interface StatusParams {
   complete?: boolean;
   elapsedMs?: number;
   message?: string;
+  /** The target Python ("3.12") and where it came from (a file or the setting). */
+  target?: string;
+  targetOrigin?: string;
 }
 
 /**
@@ -79,7 +82,15 @@ export function parseStatus(raw: unknown): StatusParams {
     return {};
   }
   const out: StatusParams = {};
-  for (const key of ['uri', 'state', 'stopReason', 'lineMode', 'message'] as const) {
+  for (const key of [
+    'uri',
+    'state',
+    'stopReason',
+    'lineMode',
+    'message',
+    'target',
+    'targetOrigin',
+  ] as const) {
     const value = raw[key];
     if (typeof value === 'string') {
       out[key] = value;
@@ -215,6 +226,8 @@ const LABELS: [keyof StatusParams, string, (v: never) => string][] = [
   ['complete', 'complete', (v: boolean) => (v ? 'yes' : 'no')],
   ['elapsedMs', 'elapsed', (v: number) => `${round(v, 1)} ms`],
   ['message', 'message', (v: string) => v],
+  ['target', 'target Python', (v: string) => v],
+  ['targetOrigin', 'target from', (v: string) => v],
 ];
 
 /** The tooltip: the state, its message, every figure of the last completion, the click. */

@@ -184,8 +184,13 @@ describe('serverSettings', () => {
 
   test('pythonVersion written as a number', () => {
     assert.equal(serverSettings(readerFromObject({ pythonVersion: 3.9 })).pythonVersion, '3.9');
-    // 3.10 as a JSON number is 3.1: not a version.
-    assert.equal(serverSettings(readerFromObject({ pythonVersion: 3.1 })).pythonVersion, '3.15');
+    // 3.10 as a JSON number is 3.1: not a version, so the default (the project's).
+    assert.equal(serverSettings(readerFromObject({ pythonVersion: 3.1 })).pythonVersion, 'auto');
+  });
+
+  test('pythonVersion auto is passed on', () => {
+    assert.equal(serverSettings(readerFromObject({ pythonVersion: 'auto' })).pythonVersion, 'auto');
+    assert.equal(DEFAULTS.pythonVersion, 'auto');
   });
 });
 
