@@ -104,9 +104,9 @@ def _read_source(path: Path) -> str:
 def _complete(args: argparse.Namespace) -> int:
     # Imported here: `fimlsp check` must not pay for loading llama.cpp.
     from .decoding import DecodeOptions, generate
-    from .model import ModelError, open_model
+    from .model import ModelError
     from .model.native import NATIVE_LOGGER
-    from .model.threads import suitable_threads
+    from .model.server_api import ServerError
 
     # llama.cpp's errors are logged as warnings, which logging's last-resort handler would
     # print before the ModelError message that already carries them.
@@ -133,12 +133,10 @@ def _complete(args: argparse.Namespace) -> int:
         file_path=args.file,
     )
     try:
-        threads = args.threads or suitable_threads()
-        with open_model(args.model, n_ctx=args.ctx_size, n_threads=threads,
-                        n_gpu_layers=args.gpu_layers) as model:  # fmt: skip
+        with _open_backend(args) as model:
             result = generate(model, text[:offset], text[offset:], options, target=target.version)
             detected = model.detected()
-    except ModelError as exc:  # a model that cannot load, a context too small for the prompt
+    except (ModelError, ServerError) as exc:  # a model that cannot load, a server that fails
         raise CommandError(str(exc)) from exc
     if args.json:
         print(
@@ -219,6 +217,27 @@ def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _open_backend(args: argparse.Namespace) -> Any:
+    """The model ``--model`` names: a local GGUF or an inference server's URL (its API key
+    from ``FIMLSP_API_KEY``, so that it never shows in a process list)."""
+    from .model import open_model
+    from .model.remote import is_server_url, open_remote
+
+    if is_server_url(args.model):
+        return open_remote(
+            args.model,
+            api_key=os.environ.get("FIMLSP_API_KEY"),
+            server_api=args.server_api,
+            model_vocab=args.model_vocab,
+            n_ctx=args.ctx_size,
+        )
+    from .model.threads import suitable_threads
+
+    threads = args.threads or suitable_threads()
+    return open_model(args.model, n_ctx=args.ctx_size, n_threads=threads,
+                      n_gpu_layers=args.gpu_layers)  # fmt: skip
+
+
 def _add_complete_command(sub: Any) -> None:
     comp = sub.add_parser(
         "complete", help="print a syntax-checked completion for a cursor position in FILE"
@@ -229,8 +248,13 @@ def _add_complete_command(sub: Any) -> None:
     comp.add_argument(
         "--model",
         default=None,
-        help="GGUF path, hf://owner/repo/file.gguf, or 'default' (the embedded default model)",
+        help="GGUF path, hf://owner/repo/file.gguf, 'default' (the embedded default model), "
+        "or an inference server's http(s)://host:port (API key from FIMLSP_API_KEY)",
     )
+    comp.add_argument(
+        "--server-api", default="auto", help="a server's API: auto, llama.cpp or openai"
+    )
+    comp.add_argument("--model-vocab", default=None, help="a local GGUF of a server's model")
     comp.add_argument("--mode", choices=MODES, default="constrained")
     comp.add_argument("--max-tokens", type=int, default=64)
     comp.add_argument("--top-k", type=int, default=50)

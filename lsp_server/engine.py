@@ -30,6 +30,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from .model import Backend, FimModel, ModelError, describe_spec, resolve_model
+from .model.remote import is_server_url, open_remote
+from .model.server_api import ServerAvailability, ServerError, ServerHTTPError
 from .model.threads import suitable_threads
 from .planner import Planner
 from .prompt_budget import PromptBudget, ReadSpeed
@@ -88,6 +90,9 @@ class Engine:
         self.shared = 0  # requests answered with the answer of an identical one
         self._lock = threading.Lock()
         self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        #: While an inference server fails: the backoff, and the timer of the next try.
+        self._outage = ServerAvailability()
+        self._retry: threading.Timer | None = None
         self._thread = threading.Thread(target=self._work, name="fimlsp-model", daemon=True)
         self._thread.start()
 
@@ -112,6 +117,7 @@ class Engine:
                 else:
                     return False
             self._wanted_key = key
+        self._outage.succeeded()  # a new model: a new count of failures
         self._set_state(EngineState.LOADING, f"loading model {describe_spec(settings.model_spec)}")
         self._jobs.put(lambda: self._load(settings, key))
         return True
@@ -122,6 +128,8 @@ class Engine:
         with self._lock:
             for request in self._latest.values():
                 request.cancel.set()
+        if self._retry is not None:
+            self._retry.cancel()
         self._jobs.put(None)
         self._thread.join(timeout)
         self._quotients.shutdown(wait=False, cancel_futures=True)
@@ -180,6 +188,9 @@ class Engine:
             old.close()
         try:
             model = self._open(settings)
+        except ServerError as exc:
+            self._server_failed(exc, settings, key)
+            return
         except ModelError as exc:
             self._set_state(EngineState.ERROR, str(exc))
             return
@@ -193,6 +204,7 @@ class Engine:
         self.planner.budget = PromptBudget(ReadSpeed(_calibrate(model)))
         self.detected = model.detected()
         self.model, self._model_key = model, key
+        self._outage.succeeded()
         self.on_progress(100, "ready")
         self._set_state(EngineState.READY, model.describe())
 
@@ -204,6 +216,15 @@ class Engine:
                 percent = int(90 * done / total)
                 self.on_progress(percent, f"downloading {done / 1e6:.0f} / {total / 1e6:.0f} MB")
 
+        if is_server_url(settings.model):
+            self.on_progress(0, f"connecting to {settings.model}")
+            return open_remote(
+                settings.model,
+                api_key=settings.api_key,
+                server_api=settings.server_api,
+                model_vocab=settings.model_vocab,
+                n_ctx=settings.context_size,
+            )
         self.on_progress(0, "finding the model")
         path = resolve_model(settings.model_spec, progress=downloaded, show_progress=False)
         self.on_progress(90, f"loading {path.name}")
@@ -213,6 +234,21 @@ class Engine:
             n_threads=settings.threads or suitable_threads(),
             n_gpu_layers=settings.gpu_layers,
         )
+
+    def _server_failed(self, exc: ServerError, settings: Settings, key: tuple[object, ...]) -> None:
+        """The inference server does not answer as it should: completions are off (the
+        state says why) and the model is loaded again after a growing wait."""
+        self._outage.failed(exc)
+        delay = self._outage.seconds_to_retry()
+        self._set_state(
+            EngineState.UNAVAILABLE,
+            f"{exc}; completions are off until it answers (next try in {delay:.0f} s)",
+        )
+        if self._retry is not None:
+            self._retry.cancel()
+        self._retry = threading.Timer(delay, self._jobs.put, [lambda: self._load(settings, key)])
+        self._retry.daemon = True
+        self._retry.start()
 
     def _work(self) -> None:
         while True:
@@ -291,7 +327,10 @@ class Engine:
             return
         request.times.dequeued = time.perf_counter()
         try:
-            answer = self._answer(request)
+            try:
+                answer = self._answer(request)
+            except ServerError as exc:  # the inference server failed during the request
+                answer = self._server_lost(request, exc)
         except Exception as exc:
             log.exception("completion failed")
             request.future.set_exception(exc)
@@ -301,6 +340,17 @@ class Engine:
         if request.cancelled:
             self.cancelled += 1
         request.future.set_result(answer)
+
+    def _server_lost(self, request: Request, exc: ServerError) -> Answer:
+        """Nothing, with the reason: a request the server refused (a 4xx: this request is
+        wrong, not the server) leaves the model ready; any other failure turns completions
+        off until the server answers again."""
+        log.warning("inference server failed: %s", exc)
+        if isinstance(exc, ServerHTTPError) and not exc.transient:
+            return self.planner.answer(request, None, self.state, str(exc))
+        if self.state == EngineState.READY:
+            self._server_failed(exc, request.settings, self._model_key or ())
+        return self.planner.answer(request, None, self.state, self.state_message)
 
     def _drop(self, request: Request) -> None:
         with self._lock:

@@ -119,6 +119,7 @@ class FimLanguageServer(LanguageServer):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._progress = LoadProgress(self)
         self._shown_error: str | None = None
+        self._outage_shown = False  # an inference server's outage was shown
         self.engine = Engine(on_state=self._engine_state, on_progress=self._engine_progress)
 
     # ---------------------------------------------------------------- session
@@ -283,10 +284,21 @@ class FimLanguageServer(LanguageServer):
                     types.ShowMessageParams(type=types.MessageType.Error, message=text)
                 )
             )
-        elif state == EngineState.READY:
+        elif state == EngineState.UNAVAILABLE and not self._outage_shown:
+            # Once per outage: the retries that follow only update fimlsp/status.
+            self._outage_shown = True
+            text = f"fimlsp: {message}"
+            self._threadsafe(
+                lambda: self.window_show_message(
+                    types.ShowMessageParams(type=types.MessageType.Warning, message=text)
+                )
+            )
+        elif state in (EngineState.READY, EngineState.LOADING):
+            self._outage_shown = False
+        if state == EngineState.READY:
             self._shown_error = None
             self.log_to_client(f"fimlsp: model ready: {message}", types.MessageType.Info)
-        if state in (EngineState.READY, EngineState.ERROR):
+        if state in (EngineState.READY, EngineState.ERROR, EngineState.UNAVAILABLE):
             self._threadsafe(lambda: self._progress.finish(state))
 
     def _engine_progress(self, percent: int, message: str) -> None:
@@ -356,7 +368,9 @@ class FimLanguageServer(LanguageServer):
             "document": document,
             "state": self.engine.state,
             "message": self.engine.state_message,
-            "settings": dataclasses.asdict(self.settings),
+            "settings": dataclasses.asdict(
+                dataclasses.replace(self.settings, api_key="***" if self.settings.api_key else None)
+            ),
             "documents": len(self.documents),
             **self.requests.counters(),
             **self.engine.counters(),

@@ -16,6 +16,7 @@ from typing import Any
 
 from lexer.version import SUPPORTED, TargetVersion
 
+from .model.server_api.client import SERVER_APIS, ServerApi
 from .modes import LINE_MODES, MODES, LineMode, Mode
 
 __all__ = ["AUTO_TARGET", "Settings", "SettingsLayers"]
@@ -30,7 +31,8 @@ class Settings:
     """Everything a user can configure."""
 
     enable: bool = True
-    #: A GGUF path, ``hf://owner/repo/file.gguf``, or ``default`` (the embedded model).
+    #: A GGUF path, ``hf://owner/repo/file.gguf``, ``default`` (the embedded model), or an
+    #: inference server's ``http://host:port`` / ``https://...`` (llama-server, vLLM, ...).
     model: str = "default"
     #: Alternative to ``hf://`` in ``model``: a Hugging Face repository and file.
     model_repo: str | None = None
@@ -48,6 +50,14 @@ class Settings:
     python_version: str = AUTO_TARGET
     #: Larger documents get no completions (building their quotient would take seconds).
     max_document_chars: int = 2_000_000
+    #: An inference server's API key (sent as a bearer token), when ``model`` is a URL.
+    api_key: str | None = dataclasses.field(default=None, repr=False)
+    #: The server's API: ``llama.cpp`` (llama-server's ``/completion``), ``openai``
+    #: (``/v1/completions``: vLLM, SGLang, TGI, ...) or ``auto`` (asked of the server).
+    server_api: ServerApi = "auto"
+    #: A local copy of the served model's vocabulary (a GGUF, vocabulary-only or whole):
+    #: needed for servers that cannot describe their own (OpenAI-only engines).
+    model_vocab: str | None = None
 
     @property
     def target(self) -> TargetVersion | None:
@@ -67,7 +77,9 @@ class Settings:
     @property
     def model_key(self) -> tuple[object, ...]:
         """The settings that need the model reloaded when they change."""
-        return (self.model_spec, self.gpu_layers, self.context_size, self.threads)
+        local = (self.gpu_layers, self.threads)
+        remote = (self.api_key, self.server_api, self.model_vocab)
+        return (self.model_spec, self.context_size, *local, *remote)
 
     def merged(self, data: object) -> tuple[Settings, list[str]]:
         """These settings updated from editor JSON; returns (settings, problems)."""
@@ -147,7 +159,7 @@ def _check(name: str, value: object) -> object:
         if not isinstance(value, bool):
             raise TypeError(f"expected true or false, got {value!r}")
         return value
-    if name in ("model", "model_repo", "model_file"):
+    if name in ("model", "model_repo", "model_file", "api_key", "model_vocab"):
         if value is None or value == "":
             return "default" if name == "model" else None
         if not isinstance(value, str):
@@ -161,6 +173,8 @@ def _check(name: str, value: object) -> object:
         return _choice(value, MODES)
     if name == "line_mode":
         return _choice(value, LINE_MODES)
+    if name == "server_api":
+        return _choice(value, SERVER_APIS)
     limits = {
         "context_size": (256, 1 << 20),
         "threads": (0, 512),

@@ -56,6 +56,9 @@ class EngineState(_Named):
     READY = "ready"
     ERROR = "error"  # the model cannot load: completions are off until the settings change
     DISABLED = "disabled"  # ``enable`` is false
+    #: The inference server (a ``model`` URL) does not answer as it should: completions
+    #: are off until it does; it is tried again with growing intervals.
+    UNAVAILABLE = "unavailable"
 
 
 class StopReason(_Named):

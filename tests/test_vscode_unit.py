@@ -48,7 +48,7 @@ def test_every_server_setting_is_contributed_with_its_default() -> None:
         server_default = field.default
         if field.name == "gpu_layers":
             assert (default, server_default) == (-1, None)  # -1: "all", sent as null
-        elif field.name in ("model_repo", "model_file"):
+        elif field.name in ("model_repo", "model_file", "api_key", "model_vocab"):
             assert (default, server_default) == ("", None)  # empty: not used
         else:
             assert default == server_default, key

@@ -232,9 +232,7 @@ class FimModel:
         of text (the context window with room for ``max_new_tokens`` at most; see
         :mod:`lsp_server.model.prompt`); ``path`` names the file for families whose prompts
         carry it (Mellum)."""
-        window = self.prompts.window_budget(max_new_tokens, margin)
-        wanted = window if budget is None else max(1, min(budget, window))
-        return self.prompts.build(prefix, suffix, wanted, limit=window, path=path)
+        return self.prompts.for_request(prefix, suffix, max_new_tokens, path, budget, margin)
 
     # ------------------------------------------------------------ generation
 

@@ -94,6 +94,21 @@ class PromptBuilder:
 
     # ------------------------------------------------------------ prompts
 
+    def for_request(
+        self,
+        prefix: str,
+        suffix: str,
+        max_new_tokens: int = 128,
+        path: str = "",
+        budget: int | None = None,
+        margin: int = 8,
+    ) -> list[int]:
+        """What a backend's ``build_fim_prompt`` returns: the prompt cut to ``budget``
+        tokens of text, within the window that leaves room for ``max_new_tokens``."""
+        window = self.window_budget(max_new_tokens, margin)
+        wanted = window if budget is None else max(1, min(budget, window))
+        return self.build(prefix, suffix, wanted, limit=window, path=path)
+
     def build(
         self, prefix: str, suffix: str, budget: int, limit: int | None = None, path: str = ""
     ) -> list[int]:

@@ -9,6 +9,8 @@ export const SECTION = 'fimlsp';
 export const MODES = ['constrained', 'unconstrained', 'checked'] as const;
 /** Values of the `lineMode` setting. */
 export const LINE_MODES = ['auto', 'single', 'multi'] as const;
+/** Values of the `serverApi` setting. */
+export const SERVER_APIS = ['auto', 'llama.cpp', 'openai'] as const;
 /** Target Python grammars; `auto`: the project's (requires-python and so on). */
 export const PYTHON_VERSIONS = [
   'auto',
@@ -41,6 +43,9 @@ export interface ServerSettings {
   lineMode: (typeof LINE_MODES)[number];
   pythonVersion: (typeof PYTHON_VERSIONS)[number];
   maxDocumentChars: number;
+  apiKey: string | null;
+  serverApi: (typeof SERVER_APIS)[number];
+  modelVocab: string | null;
 }
 
 /** The server's own defaults (they match package.json's `contributes.configuration`). */
@@ -59,6 +64,9 @@ export const DEFAULTS: Readonly<ServerSettings> = Object.freeze({
   lineMode: 'auto',
   pythonVersion: 'auto',
   maxDocumentChars: 2_000_000,
+  apiKey: null,
+  serverApi: 'auto',
+  modelVocab: null,
 });
 
 /** Bounds the server accepts; a value outside is rejected by the server, so clamp it here. */
@@ -158,6 +166,9 @@ export function serverSettings(config: ConfigReader): ServerSettings {
       config.get('maxDocumentChars'),
       DEFAULTS.maxDocumentChars,
     ),
+    apiKey: optionalString(config.get<unknown>('apiKey')),
+    serverApi: choice(config.get('serverApi'), SERVER_APIS, DEFAULTS.serverApi),
+    modelVocab: optionalString(config.get<unknown>('modelVocab')),
   };
 }
 

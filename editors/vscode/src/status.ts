@@ -8,7 +8,14 @@ export const STATUS_NOTIFICATION = 'fimlsp/status';
 export const SERVER_STATUS_REQUEST = 'fimlsp/serverStatus';
 
 /** The server's model states: `lsp_server.status.EngineState`, in the same order. */
-export const ENGINE_STATES = ['idle', 'loading', 'ready', 'error', 'disabled'] as const;
+export const ENGINE_STATES = [
+  'idle',
+  'loading',
+  'ready',
+  'error',
+  'disabled',
+  'unavailable',
+] as const;
 export type EngineState = (typeof ENGINE_STATES)[number];
 
 /** States of the extension's own: the process starting, not running, or turned off. */
@@ -168,6 +175,7 @@ const ICONS: Record<EngineState | ClientState, string> = {
   idle: '$(sparkle)',
   error: '$(error)',
   disabled: '$(circle-slash)',
+  unavailable: '$(debug-disconnect)',
   off: '$(circle-slash)',
   stopped: '$(debug-stop)',
 };
@@ -244,5 +252,5 @@ export function statusTooltip(view: StatusView, enabled: boolean): string {
 
 /** Whether the state is a problem the status bar should colour. */
 export function isError(view: StatusView): boolean {
-  return view.state === 'error' || view.state === 'stopped';
+  return view.state === 'error' || view.state === 'stopped' || view.state === 'unavailable';
 }

@@ -85,6 +85,9 @@ M.server_settings = {
   lineMode = one_of("auto", "single", "multi"),
   pythonVersion = one_of("auto", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15"),
   maxDocumentChars = int_in(1, 2147483648),
+  apiKey = optional_string,
+  serverApi = one_of("auto", "llama.cpp", "openai"),
+  modelVocab = optional_string,
 }
 
 --- Problems with server settings, as readable lines (empty when all is well).

@@ -63,6 +63,7 @@ describe('serverSettings', () => {
   test('every server key is sent, camelCase, and nothing else', () => {
     const sent = serverSettings(readerFromObject({ 'server.command': 'x', 'trace.server': 'off' }));
     assert.deepEqual(Object.keys(sent).sort(), [
+      'apiKey',
       'contextSize',
       'deadlineMs',
       'enable',
@@ -74,7 +75,9 @@ describe('serverSettings', () => {
       'model',
       'modelFile',
       'modelRepo',
+      'modelVocab',
       'pythonVersion',
+      'serverApi',
       'threads',
       'topK',
     ]);
@@ -95,6 +98,9 @@ describe('serverSettings', () => {
         lineMode: 'single',
         pythonVersion: '3.8',
         maxDocumentChars: 1000,
+        apiKey: 'sekrit',
+        serverApi: 'openai',
+        modelVocab: '/models/qwen-vocab.gguf',
       }),
     );
     assert.deepEqual(settings, {
@@ -112,6 +118,9 @@ describe('serverSettings', () => {
       lineMode: 'single',
       pythonVersion: '3.8',
       maxDocumentChars: 1000,
+      apiKey: 'sekrit',
+      serverApi: 'openai',
+      modelVocab: '/models/qwen-vocab.gguf',
     });
   });
 
