@@ -5,14 +5,17 @@ Usage::
     python -m bench.event_loop_costs [--quick] [--json]
 
 Everything in the server that runs on the event loop thread, timed in process on
-the real objects (median of a few runs, milliseconds): pygls' parse and
-deserialization of a message, ``Document.replace`` for a one-character change,
-``offset_at`` / ``position_at`` after a change, the completion item's
-``\\w*\\Z`` search and its positions, ``fimlsp/serverStatus``'s SHA-256, settings
-merges, and serializing a completion item.  The loop stalls for the sum of what
-one message costs.  Last, how long the loop waits for the GIL while the model
-worker builds a quotient for a hostile document (a 1 ms ticker on the main
-thread; its longest gap).
+the real objects (median of a few runs, milliseconds): the guard's parse and
+deserialization of a message with the server's handler, ``Document.replace`` for a
+one-character change (typing in one place, and alternating between the two ends of
+the document), the completion request's snapshot (offset and position), the
+completion item's word search and range, the document's SHA-256 (which
+``fimlsp/serverStatus`` computes off the loop, once per text), settings merges, and
+serializing a completion item.  The loop stalls for the sum of what one message
+costs.  Last, how long the loop waits for the GIL while the model worker builds a
+quotient for a hostile document (a 1 ms ticker on the main thread; its longest
+gap), with the collector as ``fimlsp`` sets it (``tune_gc``) and as Python's
+defaults leave it.
 
 Each row says which size varies; ``x`` is the ratio of the time at the largest size
 to the time at the previous one, against the ratio of the sizes (linear: equal;
@@ -39,7 +42,7 @@ from bench.lsp_fuzz import big_text, position_of
 from lsp_server import completion_item as items
 from lsp_server.documents import Document
 from lsp_server.request import Request
-from lsp_server.server import create_server
+from lsp_server.server import create_server, tune_gc
 from lsp_server.settings import Settings
 
 
@@ -53,10 +56,10 @@ def timed(work: Callable[[], object], repeat: int = 5) -> float:
     return statistics.median(times)
 
 
-def code_of_size(size: int) -> str:
+def code_of_size(size: int, seed: int = 0) -> str:
     import random
 
-    return big_text(random.Random(0), size)[:size]
+    return big_text(random.Random(seed), size)[:size]
 
 
 class Rows:
@@ -81,22 +84,19 @@ def _message(method: str, params: Any, msg_id: int | None = None) -> bytes:
     return json.dumps(body).encode()
 
 
+def _receive(protocol: Any) -> Callable[[bytes], None]:
+    """The guard's handling of one body, as ``serve_stdio`` does it."""
+    return lambda body: protocol.receive_body(body)
+
+
 def per_message(rows: Rows, sizes: Sequence[int]) -> None:
-    """pygls' parse, deserialization and dispatch, with the server's own handlers."""
+    """The guard's parse, validation and dispatch, with the server's own handlers."""
     server = create_server()
     protocol = server.protocol
     protocol.set_writer(_Sink())
-    protocol.handle_message(
-        json.loads(
-            _message("initialize", {"processId": None, "capabilities": {}}, 1),
-            object_hook=protocol.structure_message,
-        )
-    )
-
-    def receive(body: bytes) -> None:  # pygls.io_.run_async's handling of one body
-        protocol.handle_message(json.loads(body, object_hook=protocol.structure_message))
-
-    opens, changes, captures, statuses = [], [], [], []
+    receive = _receive(protocol)
+    receive(_message("initialize", {"processId": None, "capabilities": {}}, 1))
+    opens, changes, far, captures, digests = [], [], [], [], []
     for size in sizes:
         text = code_of_size(size)
         uri = f"file:///cost-{size}.py"
@@ -108,22 +108,12 @@ def per_message(rows: Rows, sizes: Sequence[int]) -> None:
         doc = server.documents[uri]
         middle = len(doc.text) // 2
         line, character = position_of(doc.text, middle)
-        change = _message(
-            "textDocument/didChange",
-            {
-                "textDocument": {"uri": uri, "version": 2},
-                "contentChanges": [
-                    {
-                        "range": {
-                            "start": {"line": line, "character": character},
-                            "end": {"line": line, "character": character},
-                        },
-                        "text": "x",
-                    }
-                ],
-            },
-        )
+        change = _change(uri, line, character)
         changes.append(timed(lambda b=change: receive(b)))  # type: ignore[misc]
+        # Alternating between the first and the last line: the lazy shift is settled
+        # across the whole index each time (the worst case of the line index).
+        ends = [_change(uri, 0, 0), _change(uri, doc.line_count - 1, 0)]
+        far.append(timed(lambda e=ends: [receive(b) for b in e]) / 2)  # type: ignore[misc]
         params = types.InlineCompletionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
             position=types.Position(line=line, character=character),
@@ -131,58 +121,75 @@ def per_message(rows: Rows, sizes: Sequence[int]) -> None:
                 trigger_kind=types.InlineCompletionTriggerKind.Automatic
             ),
         )
-
         capture_ms: list[float] = []
         for _ in range(5):
-            receive(change)  # invalidates the line index, as typing does
+            receive(change)  # a change first, as typing does
             started = time.perf_counter()
             server.capture("id", params)
             capture_ms.append((time.perf_counter() - started) * 1e3)
             server.requests.cancel("id")  # nothing accumulates between samples
         captures.append(statistics.median(capture_ms))
-        status = server.protocol.fm.features["fimlsp/serverStatus"]
-        statuses.append(timed(lambda s=status, u=uri: s({"uri": u})))  # type: ignore[misc]
+
+        def digest(d: Document = doc) -> None:
+            d.set_text(d.text)  # a new text: nothing cached
+            d.sha256()
+
+        digests.append(timed(digest))
     rows.add("didOpen: parse + handler", "document chars", sizes, opens)
-    rows.add("didChange of 1 char: parse + handler", "document chars", sizes, changes)
+    rows.add("didChange of 1 char mid-document: parse + handler", "document chars", sizes, changes)
+    rows.add("didChange alternating first and last line", "document chars", sizes, far)
     rows.add("completion request snapshot (after a change)", "document chars", sizes, captures)
-    rows.add("fimlsp/serverStatus with uri (SHA-256)", "document chars", sizes, statuses)
+    rows.add("SHA-256 of a new text (serverStatus: off the loop)", "document chars", sizes, digests)
     server.engine.shutdown(timeout=1)
+
+
+def _change(uri: str, line: int, character: int) -> bytes:
+    here = {"line": line, "character": character}
+    return _message(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": uri, "version": 2},
+            "contentChanges": [{"range": {"start": here, "end": here}, "text": "x"}],
+        },
+    )
 
 
 def per_line(rows: Rows, lengths: Sequence[int]) -> None:
     """A change and a position on one long line (a literal, a data table)."""
     ascii_ms: list[float] = []
     other_ms: list[float] = []
+    offset_ms: list[float] = []
     for length in lengths:
-        for store, fill in ((ascii_ms, "a"), (other_ms, "é")):
-            doc = Document("file:///line.py", 's = "' + fill * length + '"\n')
+        for store, fill in ((ascii_ms, "a"), (other_ms, "é😀")):
+            doc = Document("file:///line.py", 's = "' + fill * (length // len(fill)) + '"\n')
             at = (0, 5 + length // 2)
             store.append(timed(lambda d=doc, a=at: d.replace(a, a, "x")))  # type: ignore[misc]
+            if store is other_ms:
+                offset_ms.append(timed(lambda d=doc, a=at: d.offset_at(*a)))  # type: ignore[misc]
     rows.add("Document.replace on a long ASCII line", "line chars", lengths, ascii_ms)
-    rows.add("Document.replace on a long non-ASCII line", "line chars", lengths, other_ms)
+    rows.add("Document.replace on a long line of é and emoji", "line chars", lengths, other_ms)
+    rows.add("Document.offset_at (UTF-16) on that line", "line chars", lengths, offset_ms)
 
 
 def completion_item(rows: Rows, words: Sequence[int], sizes: Sequence[int]) -> None:
-    """The completion item: the word before the cursor and two positions."""
-    server = create_server()
-    server.protocol.server_capabilities = types.ServerCapabilities()
+    """The completion item: the word before the cursor and its range."""
     search_ms, item_ms = [], []
     for word in words:  # a long run of word characters anywhere before the cursor
-        left = 's = "' + "a" * word + '"\nvalues = ('
-        search_ms.append(timed(lambda t=left: items.WORD_BEFORE_CURSOR.search(t), 3))  # type: ignore[misc]
-    rows.add("WORD_BEFORE_CURSOR.search (\\w*\\Z) over a word run", "word chars", words, search_ms)
+        left = 's = "' + "a" * word + '"\nvalues = (' + "b" * word
+        search_ms.append(timed(lambda t=left: items.word_before(t, len(t)), 3))  # type: ignore[misc]
+    rows.add("word_before the cursor after a word run", "word chars", words, search_ms)
     for size in sizes:
         text = code_of_size(size) + "values = ("
         request = Request("file:///item.py", text, len(text), Settings())
+        cursor = types.Position(*Document("file:///item.py", text).position_at(len(text)))
         item_ms.append(
             timed(
-                lambda r=request: items.completion_item(  # type: ignore[misc]
-                    r, ")", 1, server.position_encoding
+                lambda r=request, c=cursor: items.completion_item(  # type: ignore[misc]
+                    r, c, ")", 1, "utf-16"
                 )
             )
         )
-    rows.add("completion_item (positions, no long word)", "document chars", sizes, item_ms)
-    server.engine.shutdown(timeout=1)
+    rows.add("completion_item", "document chars", sizes, item_ms)
 
 
 def small_work(rows: Rows) -> None:
@@ -205,19 +212,25 @@ def small_work(rows: Rows) -> None:
 
 
 def gil_stalls(rows: Rows, quick: bool) -> None:
-    """The loop's longest wait for the GIL while another thread builds a quotient."""
+    """The loop's longest wait for the GIL while another thread builds a quotient, with
+    the collector as ``fimlsp`` sets it and with Python's defaults."""
     from lexer.version import TargetVersion
     from quotient_parser.quotient import QuotientBuilder
 
     n = 20_000 if quick else 200_000
-    cases = {
-        f"long string line ({n} chars)": ('s = "' + "a" * n + '"\nvalues = (', "\n"),
-        "deep nesting (10k brackets)": ("x = " + "(" * 10_000, "\n"),
-        f"{'0.3' if quick else '1.5'} MB file": (
-            code_of_size(300_000 if quick else 1_500_000) + "values = (",
-            "\n",
-        ),
-    }
+
+    def cases(seed: int) -> dict[str, tuple[str, str]]:
+        """Hostile left contexts, different for each setting (nothing cached is reused)."""
+        tag = f"tag{seed} = {seed}\n"
+        return {
+            f"long string line ({n} chars)": (tag + 's = "' + "a" * n + '"\nvalues = (', "\n"),
+            "deep nesting (10k brackets)": (tag + "x = " + "[" * 150 + "(" * 10_000, "\n"),
+            f"{'0.3' if quick else '1.5'} MB file": (
+                code_of_size(300_000 if quick else 1_500_000, seed) + "values = (",
+                "\n",
+            ),
+        }
+
     target = TargetVersion(sys.version_info.major, sys.version_info.minor)
     gap, _ = longest_gap(functools.partial(time.sleep, 1.0))
     rows.add(
@@ -226,31 +239,23 @@ def gil_stalls(rows: Rows, quick: bool) -> None:
         [1],
         [gap],
     )
-    for name, (left, right) in cases.items():
-        gap, build = longest_gap(functools.partial(QuotientBuilder(target).build, left, right))
-        rows.add(
-            f"GIL: longest loop gap while building the quotient, {name}",
-            f"build {build:.0f} ms",
-            [1],
-            [gap],
-        )
-        if name.endswith("file"):  # the long gaps are full collections of the cyclic GC
-            thresholds = gc.get_threshold()
-            gc.freeze()
-            gc.set_threshold(thresholds[0], thresholds[1], thresholds[2] * 10)
-            try:
-                frozen_gap, frozen_build = longest_gap(
-                    functools.partial(QuotientBuilder(target).build, left, right)
+    thresholds = gc.get_threshold()
+    for seed, setting in enumerate(("Python's defaults", "tune_gc"), start=1):
+        if setting == "tune_gc":
+            tune_gc()
+        try:
+            for name, (left, right) in cases(seed).items():
+                build = functools.partial(QuotientBuilder(target).build, left, right)
+                gap, took = longest_gap(build)
+                rows.add(
+                    f"GIL: longest loop gap while building the quotient, {name} ({setting})",
+                    f"build {took:.0f} ms",
+                    [1],
+                    [gap],
                 )
-            finally:
-                gc.set_threshold(*thresholds)
-                gc.unfreeze()
-            rows.add(
-                f"GIL: the same with gc.freeze() and a 10x gen-2 threshold, {name}",
-                f"build {frozen_build:.0f} ms",
-                [1],
-                [frozen_gap],
-            )
+        finally:
+            gc.unfreeze()
+            gc.set_threshold(*thresholds)
 
 
 def longest_gap(work: Callable[[], object]) -> tuple[float, float]:

@@ -760,12 +760,12 @@ def build_parser() -> argparse.ArgumentParser:
         "of real code.",
     )
     add_corpus_arguments(p, target_help="Python version of the quotient")
-    _add_decoding_arguments(p)
+    add_decoding_arguments(p)
     _add_run_arguments(p)
     return p
 
 
-def _add_decoding_arguments(p: argparse.ArgumentParser) -> None:
+def add_decoding_arguments(p: argparse.ArgumentParser) -> None:
     """The model, the cuts and the decoding settings."""
     p.add_argument(
         "--model",
@@ -844,18 +844,18 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
-class _SetupError(Exception):
+class SetupError(Exception):
     """The corpus, the model or the oracle cannot be had; the message says which."""
 
 
-def _corpus_files(args: argparse.Namespace) -> tuple[list[CorpusFile], str]:
+def corpus_files(args: argparse.Namespace) -> tuple[list[CorpusFile], str]:
     """The corpus files and the corpus's name for the report."""
     try:
         if args.paths:
             return discover(args.paths), " ".join(args.paths)
         return stdlib_corpus(), str(stdlib_root())
     except FileNotFoundError as exc:
-        raise _SetupError(f"no such file or directory: {exc}") from exc
+        raise SetupError(f"no such file or directory: {exc}") from exc
 
 
 def _open(args: argparse.Namespace) -> tuple[FimModel, Oracle]:
@@ -863,15 +863,15 @@ def _open(args: argparse.Namespace) -> tuple[FimModel, Oracle]:
         model = open_model(args.model, n_ctx=args.ctx_size, n_threads=args.threads,
                            n_gpu_layers=args.gpu_layers)  # fmt: skip
     except ModelError as exc:
-        raise _SetupError(str(exc)) from exc
+        raise SetupError(str(exc)) from exc
     try:
         oracle = Oracle(shutil.which(args.oracle) or args.oracle)
     except (OSError, OracleFailure) as exc:
-        raise _SetupError(f"cannot start oracle {args.oracle!r}: {exc}") from exc
+        raise SetupError(f"cannot start oracle {args.oracle!r}: {exc}") from exc
     return model, oracle
 
 
-def _options(args: argparse.Namespace) -> DecodeOptions:
+def decode_options(args: argparse.Namespace) -> DecodeOptions:
     return DecodeOptions(
         max_tokens=args.max_tokens,
         top_k=args.top_k,
@@ -893,7 +893,7 @@ def _run(
         print(f"warning: target {target} but the oracle is {oracle.version_string}: "
               "verdicts may differ", file=sys.stderr)  # fmt: skip
     kinds = CUT_KINDS if args.cuts == "both" else (args.cuts,)
-    cfg = Config(_options(args), target, heal_compare=args.heal_compare,
+    cfg = Config(decode_options(args), target, heal_compare=args.heal_compare,
                  inside_compare=args.inside_compare, budgets=tuple(args.budgets))  # fmt: skip
     corpus = Corpus(files, oracle)
     cuts = [cut for kind in kinds for cut in make_cuts(corpus, kind, args.n, args.seed)]
@@ -931,9 +931,9 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     out = out or sys.stdout
     t0 = time.monotonic()
     try:
-        files, corpus_name = _corpus_files(args)
+        files, corpus_name = corpus_files(args)
         model, oracle = _open(args)
-    except _SetupError as exc:
+    except SetupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     with model, oracle:

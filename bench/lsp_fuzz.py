@@ -38,7 +38,10 @@ probe's ``rssMb``); whether the server's copy of each document equals the
 client's whenever the client believes they agree (the probe with ``{"uri"}``
 returns the server's length and SHA-256); and every completion received, applied
 to the text it was asked for and checked with ``ast.parse`` in a separate
-process (a completion that does not parse is a bug).  Cases that kill or
+process (a completion that does not parse is a bug, except where CPython refuses
+the file only for its recursion depth, which fimlsp does not model: those are
+counted apart as ``beyond_depth_limits``; see docs/architecture.md, "CPython's
+implementation limits").  Cases that kill or
 silence the server are recorded and a fresh server is started, so one run
 covers every class.
 
@@ -269,6 +272,10 @@ class Tally:
     desyncs: list[dict[str, Any]] = field(default_factory=list)
     completions_checked: int = 0
     invalid: list[dict[str, Any]] = field(default_factory=list)
+    #: Completions the oracle refused with a ``RecursionError``: CPython's depth limits,
+    #: which fimlsp does not model (docs/architecture.md, "CPython's implementation
+    #: limits"); counted apart from the invalid ones, and shown.
+    beyond_depth_limits: list[dict[str, Any]] = field(default_factory=list)
     popups: list[str] = field(default_factory=list)
     log_messages: int = 0
     probe_ms: list[float] = field(default_factory=list)
@@ -525,7 +532,12 @@ class Fuzzer:
                     )
                     why = "the oracle process died on it"
             if why:
-                self.tally.invalid.append(
+                found = (
+                    self.tally.beyond_depth_limits
+                    if why.startswith("RecursionError")
+                    else self.tally.invalid
+                )
+                found.append(
                     {
                         "class": record.cls,
                         "case": record.case,
@@ -1055,6 +1067,10 @@ class Fuzzer:
             "completions_checked": t.completions_checked,
             "invalid_completions": len(t.invalid),
             "invalid_samples": t.invalid[:8],
+            "beyond_depth_limits": len(t.beyond_depth_limits),
+            "beyond_depth_limits_cases": dict(
+                Counter(f"{i['class']}/{i['case']}" for i in t.beyond_depth_limits)
+            ),
             "popups": len(t.popups),
             "popup_samples": sorted(set(t.popups))[:8],
             "log_messages": t.log_messages,
@@ -1883,7 +1899,9 @@ def format_summary(r: dict[str, Any]) -> str:
         f"  memory        {r['rss_mb_start']} MB at start, {r['rss_mb_end']} MB at end, "
         f"max {r['rss_mb_max']} MB",
         f"  desyncs       {r['desyncs']} {r['desync_cases'] or ''}",
-        f"  completions   {r['completions_checked']} checked, {r['invalid_completions']} invalid",
+        f"  completions   {r['completions_checked']} checked, {r['invalid_completions']} invalid; "
+        f"{r['beyond_depth_limits']} beyond CPython's depth limits "
+        f"{r['beyond_depth_limits_cases'] or ''}",
     ]
     for item in r["invalid_samples"][:5]:
         lines.append(

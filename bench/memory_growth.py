@@ -5,7 +5,7 @@ Usage::
     python -m bench.memory_growth [--storms 20] [--changes 300] [--seed 0] [--model PATH]
         [--frames 12] [--json]
 
-Starts the real server (pygls' own reader, as ``fimlsp --stdio`` does) under
+Starts the real server (served as ``fimlsp --stdio`` serves it) under
 ``tracemalloc`` with one extra request, ``bench/heap``, and runs storms of
 incremental changes with completion requests and cancellations
 (``bench.lsp_fuzz``'s typing storm, each on a fresh standard-library file, opened
@@ -86,10 +86,11 @@ def _rss_mb() -> float:
     return round(rss(), 1)
 
 
-def serve(frames: int, layered: bool) -> int:
+def serve(frames: int) -> int:
     """The server with ``bench/heap``; tracing starts at its first call (imports under
     ``tracemalloc`` take minutes, and only growth is of interest)."""
-    from lsp_server.server import create_server
+    from lsp_server.jsonrpc import serve_stdio
+    from lsp_server.server import create_server, tune_gc
 
     server = create_server()
     previous: list[tracemalloc.Snapshot] = []
@@ -142,12 +143,7 @@ def serve(frames: int, layered: bool) -> int:
             "tables": _tables(ls),
         }
 
-    if not layered:
-        server.start_io()
-        return 0
-    from lsp_server.jsonrpc import harden, serve_stdio
-
-    harden(server)
+    tune_gc()
     return serve_stdio(server)
 
 
@@ -164,7 +160,6 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             "--serve",
             "--frames",
             str(args.frames),
-            *(["--layered"] if args.layered else []),
         ),
         storm_changes=args.changes,
         rotate_s=1e9,
@@ -280,11 +275,6 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-progress", dest="progress", action="store_false")
     p.add_argument(
-        "--layered",
-        action="store_true",
-        help="serve through lsp_server.jsonrpc (its reader and guard)",
-    )
-    p.add_argument(
         "--automaton",
         type=int,
         metavar="FILES",
@@ -294,7 +284,7 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.serve:
-        return serve(args.frames, args.layered)
+        return serve(args.frames)
     if args.automaton:
         rows = automaton_growth(args.automaton)
         print(

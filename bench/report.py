@@ -385,6 +385,22 @@ def _lsp_section(lsp: dict[str, Any]) -> list[str]:
         f"{lsp['pause_latency_ms_p95']} ms | {lsp['cancelled']} of {lsp['cancel_sent']} "
         f"| {lsp['errors']} | {lsp['rss_mb_after']} MB |",
         "",
+        f"Requests read {lsp.get('prompt_share_evaluated')} of their prompt tokens themselves "
+        f"(the rest came from the KV cache); read-ahead took {lsp.get('read_ahead_cpu_ms')} ms "
+        f"of CPU; {lsp['llama_threads']} llama.cpp thread(s).",
+        "",
+        *_cold_open_lines(lsp.get("cold_open")),
+    ]
+
+
+def _cold_open_lines(cold: dict[str, Any] | None) -> list[str]:
+    if not cold:
+        return []
+    return [
+        f"Cold open: {cold['files']} files of {cold['package']} opened, a request "
+        f"{cold['pause_ms']:.0f} ms later at a random line: {cold['with_completion']} with a "
+        f"completion, latency p50 / p95 {cold['latency_ms_p50']} / {cold['latency_ms_p95']} ms.",
+        "",
     ]
 
 

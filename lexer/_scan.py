@@ -54,6 +54,31 @@ def is_id_char(c: str) -> bool:
 
 # -- numbers ------------------------------------------------------------------
 
+#: CPython's limit on the digits of an ``int`` made from a decimal string
+#: (``sys.int_info.default_max_str_digits``, CVE-2020-10735): its parser converts
+#: a decimal integer literal that way, so a longer one is a SyntaxError.  Every
+#: supported target's oracle raises it (the limit came with 3.11 and was
+#: backported to 3.8.14, 3.9.14 and 3.10.7; earlier patch releases accept such
+#: literals).  Underscores do not count, nor do the zeros of ``000...0`` (the only
+#: decimal literal with a leading zero); hexadecimal, octal and binary literals,
+#: floats and imaginary literals have no limit.
+MAX_INT_DIGITS = 4300
+
+
+def _integer_end(text: str, i: int, e: int, end: int) -> int:
+    """``end``, the end of the number at ``i`` whose digits end at ``e``, once it is
+    known to be a decimal integer literal that CPython can convert."""
+    if end == e and e - i > MAX_INT_DIGITS and text[i] != "0":
+        digits = e - i - text.count("_", i, e)
+        if digits > MAX_INT_DIGITS:
+            raise Fail(
+                f"Exceeds the limit ({MAX_INT_DIGITS} digits) for integer string "
+                f"conversion: value has {digits} digits",
+                i,
+                Code.INVALID_NUMBER,
+            )
+    return end
+
 
 def _lookahead(text: str, k: int, n: int, eof: int, word: str) -> bool | None:
     """CPython's ``lookahead``: ``word`` at ``k`` not followed by an identifier char."""
@@ -148,8 +173,8 @@ def scan_number(text: str, i: int, n: int, eof: int, ver: int) -> int:
         return _underscore(text, e, n, eof)
     if c == ".":
         return _fraction(text, e + 1, n, eof, ver)
-    if c in ("e", "E"):
-        return _exponent(text, e, n, eof, ver)
+    if c in ("e", "E"):  # an exponent, or an integer followed by `else`
+        return _integer_end(text, i, e, _exponent(text, e, n, eof, ver))
     if c in ("j", "J"):
         return _end(text, e + 1, n, eof, ver, "imaginary")
     if c0 == "0" and text[i:e].strip("0_"):
@@ -159,7 +184,7 @@ def scan_number(text: str, i: int, n: int, eof: int, ver: int) -> int:
             i,
             Code.INVALID_NUMBER,
         )
-    return _end(text, e, n, eof, ver, "decimal")
+    return _integer_end(text, i, e, _end(text, e, n, eof, ver, "decimal"))
 
 
 def _fraction(text: str, k: int, n: int, eof: int, ver: int) -> int:

@@ -121,8 +121,9 @@ TOKEN_RE = re.compile(
 )
 
 #: A decimal literal that is certainly complete: the next character can
-#: neither extend it nor make it an error.
-SIMPLE_NUMBER_RE = re.compile(r"(?:[1-9][0-9]*|0+)(?=[ \t\f\r\n)\],:;}+\-*/%=<>!&|^~#])")
+#: neither extend it nor make it an error (nor can its length: longer ones go
+#: to ``_scan.scan_number``, which checks CPython's limit on their digits).
+SIMPLE_NUMBER_RE = re.compile(r"(?:[1-9][0-9]{0,4299}|0+)(?=[ \t\f\r\n)\],:;}+\-*/%=<>!&|^~#])")
 
 INT_RE = re.compile(r"[0-9](?:_?[0-9])*")
 HEX_RE = re.compile(r"_?[0-9a-fA-F]+(?:_[0-9a-fA-F]+)*")

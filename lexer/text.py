@@ -11,6 +11,7 @@ a classic-Mac ``\\r`` is a line end everywhere or nowhere.
 from __future__ import annotations
 
 import re
+from itertools import accumulate
 
 __all__ = [
     "INDENT_CHARS",
@@ -39,7 +40,13 @@ def split_lines(text: str) -> list[str]:
 
 
 def line_end_offsets(text: str) -> list[int]:
-    """Offsets just after each line end of ``text``."""
+    """Offsets just after each line end of ``text``.
+
+    Computed by the string's own split and running sums (C loops: a server indexes
+    megabyte documents with it), by the regex only when a ``\r`` is present.
+    """
+    if "\r" not in text:
+        return list(accumulate(map((1).__add__, map(len, text.split("\n")[:-1]))))
     return [m.end() for m in LINE_END_RE.finditer(text)]
 
 

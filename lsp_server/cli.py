@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,10 +20,14 @@ from typing import Any
 
 from lexer.text import split_lines
 from lexer.version import NEWEST, OLDEST
+from quotient_parser.newer_syntax import find_newer_syntax
 from quotient_parser.recognizer import Recognizer, SourceDecodeError, decode_source
 
 from . import __version__
 from .modes import MODES
+from .settings import AUTO_TARGET
+from .status import target_status
+from .target import target_in_force
 
 _TARGET_HELP = f"target Python version ({OLDEST} to {NEWEST})"
 
@@ -99,14 +104,23 @@ def _read_source(path: Path) -> str:
 def _complete(args: argparse.Namespace) -> int:
     # Imported here: `fimlsp check` must not pay for loading llama.cpp.
     from .decoding import DecodeOptions, generate
-    from .model import ModelError, open_model
+    from .model import ModelError
     from .model.native import NATIVE_LOGGER
+    from .model.server_api import ServerError
 
     # llama.cpp's errors are logged as warnings, which logging's last-resort handler would
     # print before the ModelError message that already carries them.
     logging.getLogger(NATIVE_LOGGER).addHandler(logging.NullHandler())
-    text = _read_source(Path(args.file))
+    path = Path(args.file)
+    text = _read_source(path)
     offset = cursor_offset(text, args.line, args.column)
+    target = target_in_force(args.target, path.absolute().as_uri(), [Path.cwd()])
+    newer = find_newer_syntax(text, target.version)
+    if newer is not None:  # no middle can fit: say why, as the server's status does
+        raise CommandError(
+            f"{path}: {newer.describe()}, newer than the target Python {target.version} "
+            f"({target.origin}): raise requires-python or pass --target"
+        )
     options = DecodeOptions(
         mode=args.mode,
         max_tokens=args.max_tokens,
@@ -119,14 +133,15 @@ def _complete(args: argparse.Namespace) -> int:
         file_path=args.file,
     )
     try:
-        with open_model(args.model, n_ctx=args.ctx_size, n_threads=args.threads,
-                        n_gpu_layers=args.gpu_layers) as model:  # fmt: skip
-            result = generate(model, text[:offset], text[offset:], options, target=args.target)
+        with _open_backend(args) as model:
+            result = generate(model, text[:offset], text[offset:], options, target=target.version)
             detected = model.detected()
-    except ModelError as exc:  # a model that cannot load, a context too small for the prompt
+    except (ModelError, ServerError) as exc:  # a model that cannot load, a server that fails
         raise CommandError(str(exc)) from exc
     if args.json:
-        print(json.dumps({**result.as_dict(), "model": detected}, indent=2))
+        print(
+            json.dumps({**result.as_dict(), **target_status(target), "model": detected}, indent=2)
+        )
         return 0
     sys.stdout.write(result.middle)
     if not result.middle.endswith("\n"):
@@ -134,7 +149,8 @@ def _complete(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     total_ms = result.timings.total_ms
     print(f"-- {result.stop_reason}, complete={result.complete}, {result.tokens} tokens, "
-          f"{total_ms:.0f} ms", file=sys.stderr)  # fmt: skip
+          f"{total_ms:.0f} ms, target Python {target.version} ({target.origin})",
+          file=sys.stderr)  # fmt: skip
     return 0
 
 
@@ -150,14 +166,19 @@ def _serve(args: argparse.Namespace) -> int:
     root.addHandler(handler)
     root.setLevel(args.log_level)
 
-    from .server import create_server
+    from .jsonrpc import serve_stdio, serve_tcp
+    from .server import create_server, tune_gc
 
     server = create_server()
-    if args.tcp:
-        server.start_tcp(args.host, args.port)
-    else:
-        server.start_io()
-    return 0
+    tune_gc()
+    code = serve_tcp(server, args.host, args.port) if args.tcp else serve_stdio(server)
+    if server.engine.worker_alive:
+        # Still inside llama.cpp after the wait: leave without tearing the model down
+        # under it (interpreter finalization would free it).
+        sys.stdout.flush()
+        logging.shutdown()
+        os._exit(code)
+    return code
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -196,6 +217,27 @@ def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _open_backend(args: argparse.Namespace) -> Any:
+    """The model ``--model`` names: a local GGUF or an inference server's URL (its API key
+    from ``FIMLSP_API_KEY``, so that it never shows in a process list)."""
+    from .model import open_model
+    from .model.remote import is_server_url, open_remote
+
+    if is_server_url(args.model):
+        return open_remote(
+            args.model,
+            api_key=os.environ.get("FIMLSP_API_KEY"),
+            server_api=args.server_api,
+            model_vocab=args.model_vocab,
+            n_ctx=args.ctx_size,
+        )
+    from .model.threads import suitable_threads
+
+    threads = args.threads or suitable_threads()
+    return open_model(args.model, n_ctx=args.ctx_size, n_threads=threads,
+                      n_gpu_layers=args.gpu_layers)  # fmt: skip
+
+
 def _add_complete_command(sub: Any) -> None:
     comp = sub.add_parser(
         "complete", help="print a syntax-checked completion for a cursor position in FILE"
@@ -206,8 +248,13 @@ def _add_complete_command(sub: Any) -> None:
     comp.add_argument(
         "--model",
         default=None,
-        help="GGUF path, hf://owner/repo/file.gguf, or 'default' (the embedded default model)",
+        help="GGUF path, hf://owner/repo/file.gguf, 'default' (the embedded default model), "
+        "or an inference server's http(s)://host:port (API key from FIMLSP_API_KEY)",
     )
+    comp.add_argument(
+        "--server-api", default="auto", help="a server's API: auto, llama.cpp or openai"
+    )
+    comp.add_argument("--model-vocab", default=None, help="a local GGUF of a server's model")
     comp.add_argument("--mode", choices=MODES, default="constrained")
     comp.add_argument("--max-tokens", type=int, default=64)
     comp.add_argument("--top-k", type=int, default=50)
@@ -217,9 +264,17 @@ def _add_complete_command(sub: Any) -> None:
     comp.add_argument("--single-line", action="store_true", help="the middle may not span lines")
     comp.add_argument("--deadline", type=float, default=None, help="seconds for the whole request")
     comp.add_argument("--ctx-size", type=int, default=4096)
-    comp.add_argument("--threads", type=int, default=1)
+    comp.add_argument(
+        "--threads", type=int, default=0, help="llama.cpp's threads (0: physical cores less one)"
+    )
     comp.add_argument("--gpu-layers", type=int, default=None, help="default: all if supported")
-    comp.add_argument("--target", default=str(NEWEST), help=_TARGET_HELP)
+    comp.add_argument(
+        "--target",
+        default=AUTO_TARGET,
+        help=f"{_TARGET_HELP}, or {AUTO_TARGET} (the default): the project's, from "
+        "requires-python in the nearest pyproject.toml (then setup.cfg, the current "
+        "folder's .venv or venv, python3 on PATH)",
+    )
     comp.add_argument("--json", action="store_true", help="print one JSON object")
     comp.set_defaults(func=_complete)
 

@@ -1,4 +1,10 @@
-"""The middle as a ``textDocument/completion`` item, for clients without inline completion."""
+"""The middle as a ``textDocument/completion`` item, for clients without inline completion.
+
+Built on the event loop, so its cost must not grow with the document: the word
+before the cursor is looked for in a bounded window (a ``\\w*\\Z`` search over the
+whole left context is quadratic in a long run of word characters), and the range
+comes from the cursor's position taken with the snapshot.
+"""
 
 from __future__ import annotations
 
@@ -8,26 +14,39 @@ from lsprotocol import types
 
 from lexer.text import count_line_ends, first_line
 
-from .documents import Document, PositionEncoding
+from .documents import PositionEncoding, code_units
 from .request import Request
 
-__all__ = ["WORD_BEFORE_CURSOR", "completion_item"]
+__all__ = ["MAX_WORD", "completion_item", "word_before"]
 
-#: The word the item replaces with itself plus the middle (clients filter by it).
-WORD_BEFORE_CURSOR = re.compile(r"\w*\Z")
+#: The longest word before the cursor the item replaces; after a longer run of word
+#: characters (a base64 blob, a generated name) the item inserts at the cursor.
+MAX_WORD = 100
+_WORD_END = re.compile(r"\w*\Z")
 _LABEL_CHARS = 60
 
 
+def word_before(text: str, offset: int) -> str:
+    """The word characters just before ``offset``; empty when there are more than
+    :data:`MAX_WORD` of them (the search never looks further back)."""
+    window = text[max(0, offset - MAX_WORD - 1) : offset]
+    match = _WORD_END.search(window)
+    word = match.group() if match is not None else ""
+    return "" if len(word) > MAX_WORD else word
+
+
 def completion_item(
-    request: Request, middle: str, tokens: int, encoding: PositionEncoding
+    request: Request,
+    cursor: types.Position,
+    middle: str,
+    tokens: int,
+    encoding: PositionEncoding,
 ) -> types.CompletionItem:
-    """One completion item that inserts ``middle``; it replaces the word before the
-    cursor with itself plus the middle, so that clients filtering by that word keep it."""
-    word = WORD_BEFORE_CURSOR.search(request.left)
-    prefix = word.group() if word else ""
-    doc = Document(request.uri, request.text)
-    start = types.Position(*doc.position_at(request.offset - len(prefix), encoding))
-    end = types.Position(*doc.position_at(request.offset, encoding))
+    """One completion item that inserts ``middle`` at ``cursor`` (the request's offset as
+    a position); it replaces the word before the cursor with itself plus the middle, so
+    that clients filtering by that word keep it."""
+    prefix = word_before(request.text, request.offset)
+    start = types.Position(cursor.line, cursor.character - code_units(prefix, encoding))
     shown = first_line(middle).strip() or first_line(middle.strip())
     if len(shown) > _LABEL_CHARS:
         shown = shown[: _LABEL_CHARS - 3] + "..."
@@ -40,7 +59,9 @@ def completion_item(
             kind=types.MarkupKind.Markdown, value=f"```python\n{prefix}{middle}\n```"
         ),
         filter_text=prefix + middle,
-        text_edit=types.TextEdit(range=types.Range(start=start, end=end), new_text=prefix + middle),
+        text_edit=types.TextEdit(
+            range=types.Range(start=start, end=cursor), new_text=prefix + middle
+        ),
         insert_text_format=types.InsertTextFormat.PlainText,
         sort_text="0",
         preselect=True,

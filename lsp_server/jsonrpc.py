@@ -463,6 +463,7 @@ class JsonRpcGuard(LanguageServerProtocol):
         self.message_problems: Counter[str] = Counter()
         self._initialized = False  # initialize was answered with a result
         self._initialize_id: tuple[bool, int | str] | None = None
+        self.exiting = False  # `exit` was received
 
     # ------------------------------------------------------------ bodies
 
@@ -638,6 +639,12 @@ class JsonRpcGuard(LanguageServerProtocol):
     def _forget_future(self, msg_id: Any, _: object) -> None:
         self._request_futures.pop(msg_id, None)
 
+    def _send_data(self, data: Any) -> None:
+        if self.exiting:  # the output is closed: pygls would report each write as an error
+            log.debug("after exit, not sent: %s", str(data)[:200])
+            return
+        super()._send_data(data)
+
     def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
         if valid_id(msg_id):
             key = _id_key(msg_id)
@@ -669,6 +676,7 @@ class JsonRpcGuard(LanguageServerProtocol):
 
     def _receive_notification(self, method: str, message: dict[str, Any]) -> None:
         if method == types.EXIT:
+            self.exiting = True  # pygls closes the output: later answers are dropped
             self.handle_message(
                 self._structure(method, {"jsonrpc": "2.0", "method": method}, request=False)
             )
@@ -725,6 +733,13 @@ class JsonRpcGuard(LanguageServerProtocol):
             and message.get("jsonrpc") == "2.0"
             and (not isinstance(message.get("error"), dict) or "code" in message["error"])
         )
+        if not is_response and ("result" in message or "error" in message):
+            # A broken response (both members, a bad id): never answered, since the
+            # client would get an answer to one of its own ids, and two peers that
+            # answer each other's broken responses never stop.
+            self.message_problems["invalid response"] += 1
+            log.warning("dropping an invalid response: %s", str(message)[:200])
+            return
         if not is_response:
             self._reply_error(
                 msg_id if valid_id(msg_id) else None,
@@ -817,6 +832,10 @@ async def _serve_stream(
                 return exc.code if isinstance(exc.code, int) else 1
             except Exception:  # the guard answers what it can; nothing stops the loop
                 log.exception("cannot handle a message")
+            # Let what the message started run before the next one is read: a
+            # coroutine handler's answer (or its cancellation by `shutdown`) then
+            # goes out before an `exit` that came in the same chunk closes the output.
+            await asyncio.sleep(0)
         if chunk == b"":
             break
     return 0 if protocol._shutdown else 1

@@ -14,6 +14,11 @@ Every answer carries its ``fimlsp/status`` figures, computed once from the reque
 moments (:meth:`lsp_server.status.RequestTimes.figures`).  The planner keeps, per
 document, the quotient builder (left-context states, right-context memo) and the
 completion last shown.
+
+Before generating, the prompt is sized to the machine (:mod:`lsp_server.prompt_budget`)
+and read while the quotient is built on the quotient thread: the quotient is pure
+Python, and llama.cpp lets go of the interpreter while it reads, so on two cores the
+two overlap.  A cancel stops both.
 """
 
 from __future__ import annotations
@@ -21,20 +26,27 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from lexer.text import LINE_END_RE
 from lexer.version import TargetVersion
-from quotient_parser.quotient import Quotient, QuotientBuilder
+from quotient_parser.newer_syntax import NewerSyntax, find_newer_syntax
+from quotient_parser.quotient import BuildInterrupted, Quotient, QuotientBuilder
 
 from .decoding import Completion, DecodeOptions, generate
 from .decoding.alternatives import ALTERNATIVES, branch, branch_points, ranked
+from .decoding.stopping import StopCheck
 from .lines import document_line_ends, single_line
-from .model import Backend
+from .model import Backend, Interrupted
+from .prompt_budget import PromptBudget, PromptChoice
 from .request import Answer, Request, Suggestion
-from .status import EngineState, StopReason
+from .settings import Settings
+from .status import EngineState, StopReason, target_status
+from .target import ProjectTarget, target_in_force
 
 __all__ = ["Planner"]
 
@@ -56,23 +68,66 @@ class _Shown:
 
 class Planner:
     """Answers requests one at a time (on the worker); ``forget`` and ``counters`` may be
-    called from other threads."""
+    called from other threads.
 
-    def __init__(self) -> None:
+    ``quotients`` runs quotient construction (one thread: a builder is not thread-safe);
+    without it quotients are built on the caller's thread, after the prompt is read.
+    """
+
+    def __init__(self, quotients: Executor | None = None) -> None:
         self._builders: OrderedDict[tuple[str, TargetVersion], QuotientBuilder] = OrderedDict()
         self._shown: dict[str, _Shown] = {}
+        #: Per document: the text through the line that needs a newer Python (or the
+        #: whole text when none does), for its target, and what was found.
+        self._newer: dict[str, tuple[TargetVersion, str, NewerSyntax | None]] = {}
         self._lock = threading.Lock()
+        #: The client's workspace folders (from ``initialize``): where an ``auto``
+        #: target is read from (a project's virtual environment).
+        self.workspace_folders: tuple[str, ...] = ()
+        self.quotients = quotients
+        self.budget = PromptBudget()
+        self.prompt_tokens = 0  # tokens of the prompts requests used
+        self.prompt_evaluated = 0  # of which requests read themselves (not cached)
 
     def forget(self, uri: str) -> None:
         """The document was closed: drop what was kept for it."""
         with self._lock:
             self._shown.pop(uri, None)
+            self._newer.pop(uri, None)
             for key in [k for k in self._builders if k[0] == uri]:
                 del self._builders[key]
 
     def counters(self) -> dict[str, int]:
         with self._lock:
-            return {"builders": len(self._builders), "shownCompletions": len(self._shown)}
+            return {
+                "builders": len(self._builders),
+                "shownCompletions": len(self._shown),
+                "promptTokens": self.prompt_tokens,
+                "promptEvaluated": self.prompt_evaluated,
+                "promptTokensPerSecond": round(self.budget.speed.tokens_per_s),
+            }
+
+    def builder(self, uri: str, target: TargetVersion) -> QuotientBuilder:
+        """The document's quotient builder (made, or moved to the front of those kept)."""
+        key = (uri, target)
+        with self._lock:
+            builder = self._builders.get(key)
+            if builder is None:
+                builder = self._builders[key] = QuotientBuilder(target)
+                while len(self._builders) > BUILDERS_KEPT:
+                    self._builders.popitem(last=False)
+            else:
+                self._builders.move_to_end(key)
+        return builder
+
+    def prompt_options(self, settings: Settings, uri: str) -> DecodeOptions:
+        """The options that shape the prompt of a request in ``uri`` (its budget aside)."""
+        return DecodeOptions(
+            mode=settings.mode,
+            max_tokens=settings.max_tokens,
+            top_k=settings.top_k,
+            file_path=_file_name(uri),
+        )
 
     # ---------------------------------------------------------------- answering
 
@@ -86,19 +141,104 @@ class Planner:
         refused = self._refusal(request, model, state, message)
         if refused is not None:
             return refused
+        target = request.target = target_in_force(
+            request.settings.python_version, request.uri, self.workspace_folders
+        )
         reused = self._typed_along(request)
         if reused is not None:
             return _answer(request, state, [reused], StopReason.REUSED, tokens=0)
-        quotient = self._quotient(request)
-        if request.settings.mode == "constrained" and quotient.empty:
-            message = (
-                "no text at the cursor can connect to the code after it"
-                if quotient.left_viable
-                else "the code before the cursor is not valid Python, whatever follows"
-            )
-            return _nothing(request, state, StopReason.NO_MIDDLE_FITS, message)
         assert model is not None  # _refusal answers when there is none
-        return self._generated(request, model, state, quotient)
+        settings = request.settings
+        choice = self.budget.choose(
+            model,
+            request.left,
+            request.right,
+            self.prompt_options(settings, request.uri),
+            settings.deadline_ms / 1e3,
+        )
+        building = self._start_quotient(request, target.version)
+        read = self._read_prompt(request, model, choice, building)
+        try:
+            quotient = building.result()
+        except BuildInterrupted:
+            return _nothing(request, state, StopReason.CANCELLED)
+        figures = {"promptTokens": len(choice.prompt), "promptEvaluated": choice.uncached}
+        with self._lock:
+            self.prompt_tokens += len(choice.prompt)
+            self.prompt_evaluated += choice.uncached
+        if settings.mode == "constrained" and quotient.empty:
+            message = self._why_empty(request, quotient, target)
+            request.times.quotient_built = time.perf_counter()  # explaining is part of it
+            return _nothing(request, state, StopReason.NO_MIDDLE_FITS, message, figures)
+        built = request.times.quotient_built
+        if read is not None and built is not None:
+            # The prompt phase is what reading took beyond the quotient's construction.
+            request.times.generation(built, max(built, read), None)
+        return self._generated(request, model, state, quotient, choice.budget, figures)
+
+    def _read_prompt(
+        self, request: Request, model: Backend, choice: PromptChoice, building: Future[Quotient]
+    ) -> float | None:
+        """Read the chosen prompt while the quotient is built; the moment it was read, or
+        None when it stopped: on a cancel or at the deadline (the generation then goes on
+        from what was read, or stops), or because the quotient came out empty."""
+        deadline = request.times.received + request.settings.deadline_ms / 1e3
+        constrained = request.settings.mode == "constrained"
+
+        def cancelled() -> bool:
+            return request.cancel.is_set() or (constrained and _came_out_empty(building))
+
+        stop = StopCheck(cancelled, deadline)
+        started = time.perf_counter()
+        try:
+            model.prefill(choice.prompt, stop)
+        except Interrupted:
+            return None
+        ended = time.perf_counter()
+        self.budget.speed.note(choice.uncached, ended - started)
+        return ended
+
+    def _start_quotient(self, request: Request, target: TargetVersion) -> Future[Quotient]:
+        """Build the request's quotient on the quotient thread (here without one)."""
+        if self.quotients is not None:
+            return self.quotients.submit(self._quotient, request, target)
+        done: Future[Quotient] = Future()
+        try:
+            done.set_result(self._quotient(request, target))
+        except BuildInterrupted as exc:
+            done.set_exception(exc)
+        return done
+
+    def _why_empty(self, request: Request, quotient: Quotient, target: ProjectTarget) -> str:
+        """Why no middle fits: syntax newer than the target (say where, and where the
+        target came from), else which side of the cursor is at fault."""
+        newer = self._newer_syntax(request.uri, request.text, target.version)
+        if newer is not None:
+            return (
+                f"{newer.describe()}, newer than the target Python {target.version} "
+                f"({target.origin}): raise requires-python or set pythonVersion"
+            )
+        if quotient.left_viable:
+            return "no text at the cursor can connect to the code after it"
+        return "the code before the cursor is not valid Python, whatever follows"
+
+    def _newer_syntax(self, uri: str, text: str, target: TargetVersion) -> NewerSyntax | None:
+        """:func:`find_newer_syntax` of the document, kept while the text up to the line
+        it found (or all of it, when none) is unchanged: a user typing below that line
+        does not pay for another pass per keystroke."""
+        with self._lock:
+            known = self._newer.get(uri)
+        if known is not None and known[0] == target and text.startswith(known[1]):
+            if known[2] is not None or len(text) == len(known[1]):
+                return known[2]
+        found = find_newer_syntax(text, target)
+        head = text if found is None else text[: _line_end(text, found.offset)]
+        with self._lock:
+            self._newer.pop(uri, None)
+            self._newer[uri] = (target, head, found)
+            while len(self._newer) > BUILDERS_KEPT:
+                del self._newer[next(iter(self._newer))]
+        return found
 
     def _refusal(
         self, request: Request, model: Backend | None, state: EngineState, message: str
@@ -132,21 +272,15 @@ class Planner:
         rest = shown.middle[len(typed) :]
         return Suggestion(rest, shown.single_line, True, StopReason.REUSED)
 
-    def _quotient(self, request: Request) -> Quotient:
+    def _quotient(self, request: Request, target: TargetVersion) -> Quotient:
         """The quotient for the request, from the document's builder (kept for the next
-        keystroke)."""
-        target = request.settings.target
-        key = (request.uri, target)
-        with self._lock:
-            builder = self._builders.get(key)
-            if builder is None:
-                builder = self._builders[key] = QuotientBuilder(target)
-                while len(self._builders) > BUILDERS_KEPT:
-                    self._builders.popitem(last=False)
-            else:
-                self._builders.move_to_end(key)
+        keystroke); a cancel interrupts it (``BuildInterrupted``)."""
+        builder = self.builder(request.uri, target)
         quotient = builder.build(
-            request.left, request.right, stay_inside=request.settings.stay_inside
+            request.left,
+            request.right,
+            interrupt=request.cancel.is_set,
+            stay_inside=request.settings.stay_inside,
         )
         request.times.quotient_built = time.perf_counter()
         return quotient
@@ -154,25 +288,31 @@ class Planner:
     # ---------------------------------------------------------------- generating
 
     def _generated(
-        self, request: Request, model: Backend, state: EngineState, quotient: Quotient
+        self,
+        request: Request,
+        model: Backend,
+        state: EngineState,
+        quotient: Quotient,
+        budget: int,
+        figures: dict[str, Any],
     ) -> Answer:
         """Generate in the line mode the settings ask for (falling back to multi-line in
         ``auto``), and offer the other line mode's middle when the user asked."""
         settings = request.settings
         single = single_line(settings.line_mode, quotient)
-        result = _generate(request, model, quotient, single)
+        result = _generate(request, model, quotient, single, budget)
         fell_back = False
         if single and settings.line_mode == "auto" and not result.complete:
             if not request.cancelled and not _late(request):
                 single = False  # the line cannot be finished on its own: offer more lines
                 fell_back = True
-                result = _generate(request, model, quotient, single)
+                result = _generate(request, model, quotient, single, budget)
         suggestions: list[Suggestion] = []
         usable = result.complete or settings.mode == "unconstrained"
         if result.middle and usable and not request.cancelled:
             offered = [(result, single)]
             if request.alternatives and settings.mode == "constrained":
-                offered = _alternatives(request, model, quotient, result, single, fell_back)
+                offered = _alternatives(request, model, quotient, result, single, fell_back, budget)
             for completion, lines in offered:
                 middle = document_line_ends(completion.middle, quotient, request.text)
                 stop = completion.stop_reason
@@ -183,7 +323,8 @@ class Planner:
                     request.left, request.right, first.middle, first.single_line
                 )
         stop = StopReason.CANCELLED if request.cancelled else result.stop_reason
-        return _answer(request, state, suggestions, stop, **_result_figures(result, single))
+        figures = {**figures, **_result_figures(result, single)}
+        return _answer(request, state, suggestions, stop, **figures)
 
 
 def _file_name(uri: str) -> str:
@@ -192,16 +333,19 @@ def _file_name(uri: str) -> str:
     return PurePosixPath(unquote(urlsplit(uri).path)).name
 
 
-def _generate(request: Request, model: Backend, quotient: Quotient, single: bool) -> Completion:
-    """One generation within what is left of the request's deadline."""
+def _generate(
+    request: Request, model: Backend, quotient: Quotient, single: bool, budget: int
+) -> Completion:
+    """One generation within what is left of the request's deadline, from a prompt of
+    ``budget`` tokens of text."""
     settings = request.settings
     result = generate(
         model,
         quotient.left,
         quotient.right,
-        _options(request, single),
+        _options(request, single, budget),
         quotient=quotient if settings.mode == "constrained" else None,
-        target=settings.target,
+        target=quotient.target,
         cancel=request.cancel.is_set,
     )
     times = result.times
@@ -209,8 +353,9 @@ def _generate(request: Request, model: Backend, quotient: Quotient, single: bool
     return result
 
 
-def _options(request: Request, single: bool) -> DecodeOptions:
-    """The decoding settings of a generation, with what is left of the deadline."""
+def _options(request: Request, single: bool, budget: int) -> DecodeOptions:
+    """The decoding settings of a generation, with what is left of the deadline and a
+    prompt of ``budget`` tokens of text."""
     settings = request.settings
     elapsed = time.perf_counter() - request.times.received
     return DecodeOptions(
@@ -220,6 +365,7 @@ def _options(request: Request, single: bool) -> DecodeOptions:
         single_line=single,
         deadline_s=max(0.01, settings.deadline_ms / 1e3 - elapsed),
         witness_ending=settings.witness_ending,
+        prompt_budget=budget,
         file_path=_file_name(request.uri),
     )
 
@@ -231,6 +377,7 @@ def _alternatives(
     first: Completion,
     single: bool,
     fell_back: bool,
+    budget: int,
 ) -> list[tuple[Completion, bool]]:
     """Up to ``ALTERNATIVES`` distinct complete middles (with their line mode) for an
     explicit request, best first: branches off ``first`` at its least sure steps and,
@@ -244,15 +391,20 @@ def _alternatives(
             break
         if other_mode and (attempt == 1 or not points):
             other_mode = False
-            found.append((_generate(request, model, quotient, not single), not single))
+            found.append((_generate(request, model, quotient, not single, budget), not single))
         else:
-            options = _options(request, single)
+            options = _options(request, single, budget)
             at = points.pop(0)
             found.append((branch(model, quotient, options, first, at,
                                  cancel=request.cancel.is_set), single))  # fmt: skip
         attempt += 1
     lines = {id(completion): mode for completion, mode in found}
     return [(c, lines[id(c)]) for c in ranked([c for c, _ in found])]
+
+
+def _came_out_empty(building: Future[Quotient]) -> bool:
+    """The quotient is built and no middle fits: nothing will be generated."""
+    return building.done() and building.exception() is None and building.result().empty
 
 
 def _late(request: Request) -> bool:
@@ -285,12 +437,15 @@ def _result_figures(result: Completion, single: bool) -> dict[str, Any]:
 
 
 def _nothing(
-    request: Request, state: EngineState, stop: StopReason, message: str | None = None
+    request: Request,
+    state: EngineState,
+    stop: StopReason,
+    message: str | None = None,
+    figures: dict[str, Any] | None = None,
 ) -> Answer:
     """No suggestion, and why."""
-    return Answer(
-        [], _status(request, state, stop, {} if message is None else {"message": message})
-    )
+    extra = {**(figures or {}), **({} if message is None else {"message": message})}
+    return Answer([], _status(request, state, stop, extra))
 
 
 def _answer(
@@ -313,4 +468,12 @@ def _status(
     timing figures of :meth:`~lsp_server.status.RequestTimes.figures`."""
     request.times.done = time.perf_counter()
     status: dict[str, Any] = {"uri": request.uri, "state": state, "stopReason": stop}
+    if request.target is not None:
+        status.update(target_status(request.target))
     return {**status, **extra, **request.times.figures()}
+
+
+def _line_end(text: str, offset: int) -> int:
+    """The offset just past the line end after ``offset`` (or the text's end)."""
+    match = LINE_END_RE.search(text, offset)
+    return len(text) if match is None else match.end()

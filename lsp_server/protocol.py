@@ -1,10 +1,19 @@
 """pygls' protocol, changed where fimlsp departs from its defaults.
 
+* **Every message checked in one place.**  The protocol derives from
+  :class:`~lsp_server.jsonrpc.JsonRpcGuard`: a message that is not JSON, not a
+  request, sent before ``initialize`` or after ``shutdown``, or whose params do
+  not fit its method is answered with a JSON-RPC error (``-32602`` names the
+  field) before any handler runs, so every handler, present and future, gets
+  this for free; nothing reaches the user as a popup.
 * **No second document store.**  pygls keeps its own copy of every document and splits
   lines with ``str.splitlines``, which also breaks at form feeds (common in the
   standard library), ``\\x1c``-``\\x1e``, U+2028 and U+2029, so its positions drift from
   the editor's.  The server keeps documents itself (:mod:`lsp_server.documents`); here
-  ``didOpen``/``didChange``/``didClose`` go straight to its handlers.
+  ``didOpen``/``didChange``/``didClose`` go straight to its handlers.  A
+  ``didChange`` whose params are rejected (a version past the protocol's int32) makes
+  the server forget the document: its requests then get "not open" instead of an
+  answer for a text the client does not have.
 * **Snapshots on arrival.**  A request handler that is a coroutine starts only on a
   later turn of the event loop, after the loop may have applied more changes.  A
   completion request is therefore captured (text and offset) and queued on the model
@@ -19,7 +28,9 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, cast
 
 from lsprotocol import types
-from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.protocol import lsp_method
+
+from .jsonrpc import JsonRpcGuard
 
 if TYPE_CHECKING:
     from .server import FimLanguageServer
@@ -30,8 +41,9 @@ __all__ = ["COMPLETION_METHODS", "FimProtocol"]
 COMPLETION_METHODS = (types.TEXT_DOCUMENT_INLINE_COMPLETION, types.TEXT_DOCUMENT_COMPLETION)
 
 
-class FimProtocol(LanguageServerProtocol):
-    """pygls' protocol without its document store, capturing completion requests."""
+class FimProtocol(JsonRpcGuard):
+    """pygls' protocol behind the guard, without its document store, capturing
+    completion requests."""
 
     @property
     def fim_server(self) -> FimLanguageServer:
@@ -57,6 +69,15 @@ class FimProtocol(LanguageServerProtocol):
     def _handle_cancel_notification(self, msg_id: Any) -> None:
         self.fim_server.requests.cancel(msg_id)
         super()._handle_cancel_notification(msg_id)
+
+    def notification_rejected(self, method: str, params: Any, reason: str) -> None:
+        """Say so in the log; a rejected ``didChange`` leaves our copy behind the
+        client's, so the document is forgotten."""
+        super().notification_rejected(method, params, reason)
+        document = params.get("textDocument") if isinstance(params, dict) else None
+        uri = document.get("uri") if isinstance(document, dict) else None
+        if method == types.TEXT_DOCUMENT_DID_CHANGE and isinstance(uri, str):
+            self.fim_server.forget_document(uri)
 
     def _user(self, method: str, params: Any) -> Generator[Any, Any, None]:
         handler = self.fm.features.get(method)

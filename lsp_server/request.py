@@ -9,6 +9,7 @@ from typing import Any
 
 from .settings import Settings
 from .status import RequestTimes, StopReason
+from .target import ProjectTarget
 
 __all__ = ["Answer", "Request", "Suggestion"]
 
@@ -43,6 +44,8 @@ class Request:
     #: offer the other line mode's middle too, as a second item to cycle to.
     alternatives: bool = False
     times: RequestTimes = field(default_factory=RequestTimes)
+    #: The target in force and where it came from, once the planner resolved it.
+    target: ProjectTarget | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     future: Future[Answer] = field(default_factory=Future)
 

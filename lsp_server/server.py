@@ -14,24 +14,31 @@ What it adds to pygls' defaults:
 * ``$/cancelRequest`` reaches a running generation between tokens, and a newer
   request for a document cancels the older one.
 * Settings come from ``initializationOptions``, ``workspace/configuration``
-  (section ``fimlsp``) and ``workspace/didChangeConfiguration``.
+  (section ``fimlsp``) and ``workspace/didChangeConfiguration``; the target Python
+  comes from ``pythonVersion`` or, by default, from the document's project
+  (:mod:`lsp_server.target`, with the workspace folders of ``initialize``).
 * Model loading reports ``$/progress`` (:mod:`lsp_server.progress`); a model that
   cannot load is shown with ``window/showMessage`` and completions stay off until the
   settings change.
 * After each completion the server sends ``fimlsp/status`` (:mod:`lsp_server.status`);
   the request ``fimlsp/serverStatus`` returns what the server holds (documents,
   queued and running requests, memory), for tests, benchmarks and curious users.
+* Nothing on the event loop costs more than a small constant per character of the
+  line at hand: documents keep an incremental line index, completion items are
+  built from the snapshot's position, digests are computed once per text and off
+  the loop; the model, quotients and project files are read on the worker.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
+import gc
 import logging
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from lsprotocol import types
@@ -46,32 +53,42 @@ from .progress import LoadProgress
 from .protocol import FimProtocol
 from .request import Answer, Request
 from .settings import Settings, SettingsLayers
-from .status import SERVER_STATUS_REQUEST, STATUS_NOTIFICATION, EngineState
+from .status import SERVER_STATUS_REQUEST, STATUS_NOTIFICATION, EngineState, target_status
+from .target import path_of_uri, target_in_force
 
-__all__ = ["FimLanguageServer", "create_server", "rss_mb"]
+__all__ = ["FimLanguageServer", "create_server", "rss_mb", "tune_gc"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Captured:
+    """A completion request's snapshot and the cursor's position in it (clamped to a
+    code point: the items' ranges use it, never the position as sent)."""
+
+    request: Request
+    position: types.Position
 
 
 class InFlight:
     """Completion requests between their arrival and their answer, by message id."""
 
     def __init__(self) -> None:
-        self._captured: dict[Any, Request | Exception] = {}  # arrived, handler not started
+        self._captured: dict[Any, Captured | Exception] = {}  # arrived, handler not started
         self._running: dict[Any, Request] = {}  # handler awaiting the worker
 
-    def capture(self, msg_id: Any, request: Request | Exception) -> None:
+    def capture(self, msg_id: Any, captured: Captured | Exception) -> None:
         """A request's snapshot (or why there is none), taken when it arrived."""
-        self._captured[msg_id] = request
+        self._captured[msg_id] = captured
 
-    def start(self, msg_id: Any) -> Request:
+    def start(self, msg_id: Any) -> Captured:
         """The captured request for the handler now starting; raises what capture met."""
         captured = self._captured.pop(msg_id, None)
         if captured is None:
             raise JsonRpcInvalidParams("no document snapshot for this request")
         if isinstance(captured, Exception):
             raise captured
-        self._running[msg_id] = captured
+        self._running[msg_id] = captured.request
         return captured
 
     def finish(self, msg_id: Any) -> None:
@@ -80,8 +97,8 @@ class InFlight:
     def cancel(self, msg_id: Any) -> None:
         """``$/cancelRequest``: stop the worker on it, whether or not its handler started."""
         captured = self._captured.pop(msg_id, None)
-        if isinstance(captured, Request):
-            captured.cancel.set()
+        if isinstance(captured, Captured):
+            captured.request.cancel.set()
         running = self._running.get(msg_id)
         if running is not None:
             running.cancel.set()
@@ -102,15 +119,26 @@ class FimLanguageServer(LanguageServer):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._progress = LoadProgress(self)
         self._shown_error: str | None = None
+        self._outage_shown = False  # an inference server's outage was shown
         self.engine = Engine(on_state=self._engine_state, on_progress=self._engine_progress)
 
     # ---------------------------------------------------------------- session
 
     def begin_session(self, params: types.InitializeParams) -> None:
-        """``initialize``: remember the event loop (the worker reports through it) and
-        the client's initialization options, the first settings layer."""
+        """``initialize``: remember the event loop (the worker reports through it), the
+        client's initialization options (the first settings layer) and its workspace
+        folders (where ``auto`` targets are read)."""
         self._loop = asyncio.get_running_loop()
         self.layers.initial = params.initialization_options
+        self.folders_changed()
+
+    def folders_changed(self) -> None:
+        """The workspace folders as pygls keeps them (``initialize`` and
+        ``workspace/didChangeWorkspaceFolders``), as paths for the planner."""
+        workspace = self.workspace
+        uris = [folder.uri for folder in workspace.folders.values()] or [workspace.root_uri]
+        paths = [path_of_uri(uri) for uri in uris if uri]
+        self.engine.planner.workspace_folders = tuple(str(p) for p in paths if p is not None)
 
     def end_session(self) -> None:
         """``shutdown``: cancel everything and stop the worker.  This joins the worker on
@@ -118,10 +146,16 @@ class FimLanguageServer(LanguageServer):
         ``exit`` that follows at once is handled."""
         self.engine.shutdown(timeout=2.0)
 
+    def shutdown(self) -> None:
+        """The process is leaving (``exit``, or the end of its input): the worker stops
+        before the model can be freed under it (a model call finishes its chunk)."""
+        self.engine.shutdown(timeout=5.0)
+        super().shutdown()
+
     @property
     def position_encoding(self) -> PositionEncoding:
-        """The column encoding negotiated in ``initialize``."""
-        caps = self.protocol.server_capabilities
+        """The column encoding negotiated in ``initialize`` (UTF-16 before it)."""
+        caps = getattr(self.protocol, "server_capabilities", None)
         encoding = getattr(caps, "position_encoding", None) if caps is not None else None
         return position_encoding(getattr(encoding, "value", encoding))
 
@@ -159,13 +193,17 @@ class FimLanguageServer(LanguageServer):
 
     def open_document(self, item: types.TextDocumentItem) -> None:
         self.documents[item.uri] = Document(item.uri, item.text, item.version, item.language_id)
+        self.engine.document_changed(item.uri, item.text)
 
     def change_document(self, params: types.DidChangeTextDocumentParams) -> None:
-        """Apply the changes in order; on a change that does not fit, say so and stop (the
-        client's copy and ours differ now)."""
-        doc = self.documents.get(params.text_document.uri)
+        """Apply the changes in order.  A change that does not fit the text (a line past
+        its end, an inverted range) means the client's copy and ours differ: the
+        document is forgotten, so that its requests get "not open" (and the client is
+        told) rather than answers for a text it does not have."""
+        uri = params.text_document.uri
+        doc = self.documents.get(uri)
         if doc is None:
-            log.warning("change to a document that is not open: %s", params.text_document.uri)
+            log.warning("change to a document that is not open: %s", uri)
             return
         encoding = self.position_encoding
         for change in params.content_changes:
@@ -178,13 +216,21 @@ class FimLanguageServer(LanguageServer):
                     (start.line, start.character), (end.line, end.character), change.text, encoding
                 )
             except PositionError as exc:
+                self.forget_document(uri)
                 self.log_to_client(
-                    f"fimlsp: bad change to {doc.uri}: {exc}", types.MessageType.Error
+                    f"fimlsp: a change to {uri} does not fit its text ({exc}); the document "
+                    "is closed on the server until it is opened again",
+                    types.MessageType.Error,
                 )
                 return
         doc.version = params.text_document.version
+        self.engine.document_changed(doc.uri, doc.text)
 
     def close_document(self, uri: str) -> None:
+        self.forget_document(uri)
+
+    def forget_document(self, uri: str) -> None:
+        """Drop a document and what the worker keeps for it."""
         self.documents.pop(uri, None)
         self.engine.forget(uri)
 
@@ -238,10 +284,21 @@ class FimLanguageServer(LanguageServer):
                     types.ShowMessageParams(type=types.MessageType.Error, message=text)
                 )
             )
-        elif state == EngineState.READY:
+        elif state == EngineState.UNAVAILABLE and not self._outage_shown:
+            # Once per outage: the retries that follow only update fimlsp/status.
+            self._outage_shown = True
+            text = f"fimlsp: {message}"
+            self._threadsafe(
+                lambda: self.window_show_message(
+                    types.ShowMessageParams(type=types.MessageType.Warning, message=text)
+                )
+            )
+        elif state in (EngineState.READY, EngineState.LOADING):
+            self._outage_shown = False
+        if state == EngineState.READY:
             self._shown_error = None
             self.log_to_client(f"fimlsp: model ready: {message}", types.MessageType.Info)
-        if state in (EngineState.READY, EngineState.ERROR):
+        if state in (EngineState.READY, EngineState.ERROR, EngineState.UNAVAILABLE):
             self._threadsafe(lambda: self._progress.finish(state))
 
     def _engine_progress(self, percent: int, message: str) -> None:
@@ -267,13 +324,15 @@ class FimLanguageServer(LanguageServer):
         invoked = isinstance(context, types.InlineCompletionContext) and (
             context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
         )
+        position = types.Position(*doc.position_at(offset, self.position_encoding))
         request = self.engine.submit(doc.uri, doc.text, offset, self.settings, invoked)
-        self.requests.capture(msg_id, request)
+        self.requests.capture(msg_id, Captured(request, position))
 
-    async def complete(self) -> tuple[Request, Answer]:
+    async def complete(self) -> tuple[Captured, Answer]:
         """Wait for the request captured for the message being handled."""
         msg_id = self.protocol.msg_id
-        request = self.requests.start(msg_id)
+        captured = self.requests.start(msg_id)
+        request = captured.request
         try:
             answer = await asyncio.wrap_future(request.future)
         except asyncio.CancelledError:
@@ -282,21 +341,36 @@ class FimLanguageServer(LanguageServer):
         finally:
             self.requests.finish(msg_id)
         self.send_status(answer.status)
-        return request, answer
+        return captured, answer
 
-    def server_status(self, uri: str | None) -> dict[str, Any]:
-        """What the server holds now; with a URI, also that document's version, length and
-        SHA-256, so that a client can check that its copy and the server's agree."""
+    async def server_status(self, uri: str | None) -> dict[str, Any]:
+        """What the server holds now; with a URI, also that document's version, length,
+        SHA-256 (so that a client can check that its copy and the server's agree) and
+        the target in force for it.  Digests and targets are computed off the loop."""
         doc = self.documents.get(uri) if uri is not None else None
         document = None
         if doc is not None:
-            digest = hashlib.sha256(doc.text.encode("utf-8", "surrogatepass")).hexdigest()
-            document = {"version": doc.version, "length": len(doc.text), "sha256": digest}
+            version, length = doc.version, len(doc.text)
+            digest = await asyncio.to_thread(doc.sha256)
+            target = await asyncio.to_thread(
+                target_in_force,
+                self.settings.python_version,
+                doc.uri,
+                self.engine.planner.workspace_folders,
+            )
+            document = {
+                "version": version,
+                "length": length,
+                "sha256": digest,
+                **target_status(target),
+            }
         return {
             "document": document,
             "state": self.engine.state,
             "message": self.engine.state_message,
-            "settings": dataclasses.asdict(self.settings),
+            "settings": dataclasses.asdict(
+                dataclasses.replace(self.settings, api_key="***" if self.settings.api_key else None)
+            ),
             "documents": len(self.documents),
             **self.requests.counters(),
             **self.engine.counters(),
@@ -347,6 +421,19 @@ def shutdown(ls: FimLanguageServer, params: Any) -> None:
     ls.end_session()
 
 
+@feature(types.EXIT)
+def exit_(ls: FimLanguageServer, params: Any) -> None:
+    """Stop the worker before the process ends (pygls exits right after this)."""
+    ls.engine.shutdown(timeout=5.0)
+
+
+@feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+def did_change_workspace_folders(
+    ls: FimLanguageServer, params: types.DidChangeWorkspaceFoldersParams
+) -> None:
+    ls.folders_changed()
+
+
 @feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
 async def did_change_configuration(
     ls: FimLanguageServer, params: types.DidChangeConfigurationParams
@@ -378,8 +465,8 @@ def did_close(ls: FimLanguageServer, params: types.DidCloseTextDocumentParams) -
 async def inline_completion(
     ls: FimLanguageServer, params: types.InlineCompletionParams
 ) -> types.InlineCompletionList:
-    _, answer = await ls.complete()
-    here = types.Range(start=params.position, end=params.position)
+    captured, answer = await ls.complete()
+    here = types.Range(start=captured.position, end=captured.position)
     items = [
         types.InlineCompletionItem(insert_text=s.middle, range=here) for s in answer.suggestions
     ]
@@ -391,18 +478,39 @@ async def inline_completion(
     types.CompletionOptions(trigger_characters=[".", "(", "[", ",", " ", ":", "="]),
 )
 async def completion(ls: FimLanguageServer, params: types.CompletionParams) -> types.CompletionList:
-    request, answer = await ls.complete()
+    captured, answer = await ls.complete()
     tokens = answer.status.get("tokens", 0)
     encoding = ls.position_encoding
-    items = [completion_item(request, s.middle, tokens, encoding) for s in answer.suggestions]
+    items = [
+        completion_item(captured.request, captured.position, s.middle, tokens, encoding)
+        for s in answer.suggestions
+    ]
     return types.CompletionList(is_incomplete=True, items=items)
 
 
 @feature(SERVER_STATUS_REQUEST)
-def server_status(ls: FimLanguageServer, params: Any) -> dict[str, Any]:
+async def server_status(ls: FimLanguageServer, params: Any) -> dict[str, Any]:
     """Counters for tests and benchmarks (``{"uri": ...}``: also that document)."""
     uri = getattr(params, "uri", None) or (params.get("uri") if isinstance(params, dict) else None)
-    return ls.server_status(uri if isinstance(uri, str) else None)
+    return await ls.server_status(uri if isinstance(uri, str) else None)
+
+
+def tune_gc() -> None:
+    """Keep the cyclic garbage collector's full passes off the event loop's back.
+
+    A full collection walks every tracked object while holding the GIL, stopping the
+    event loop for as long: a quotient build over a 1.5 MB file on the worker set off
+    passes of 270 ms.  What is alive once the server has started (imported modules,
+    pygls' and lsprotocol's tables) is moved out of the collector's reach
+    (``gc.freeze``; it is still freed by reference counting), and full passes come
+    ten times less often (gen-2 threshold 100; they still come, so cyclic garbage
+    stays bounded).  Called once by ``fimlsp`` before serving; see
+    ``bench/event_loop_costs.py`` for the gaps with and without.
+    """
+    gc.collect()
+    gc.freeze()
+    first, second, third = gc.get_threshold()
+    gc.set_threshold(first, second, max(third, 100))
 
 
 def create_server() -> FimLanguageServer:

@@ -14,13 +14,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lexer.version import NEWEST, SUPPORTED, TargetVersion
+from lexer.version import SUPPORTED, TargetVersion
 
+from .model.server_api.client import SERVER_APIS, ServerApi
 from .modes import LINE_MODES, MODES, LineMode, Mode
 
-__all__ = ["Settings", "SettingsLayers"]
+__all__ = ["AUTO_TARGET", "Settings", "SettingsLayers"]
 
-_TARGETS = tuple(str(v) for v in SUPPORTED)
+#: ``pythonVersion`` when the target comes from the user's project (``lsp_server.target``).
+AUTO_TARGET = "auto"
+_TARGETS = (AUTO_TARGET, *(str(v) for v in SUPPORTED))
 
 
 @dataclass(frozen=True)
@@ -28,20 +31,23 @@ class Settings:
     """Everything a user can configure."""
 
     enable: bool = True
-    #: A GGUF path, ``hf://owner/repo/file.gguf``, or ``default`` (the embedded model).
+    #: A GGUF path, ``hf://owner/repo/file.gguf``, ``default`` (the embedded model), or an
+    #: inference server's ``http://host:port`` / ``https://...`` (llama-server, vLLM, ...).
     model: str = "default"
     #: Alternative to ``hf://`` in ``model``: a Hugging Face repository and file.
     model_repo: str | None = None
     model_file: str | None = None
     gpu_layers: int | None = None  # None: all layers when llama.cpp can offload
     context_size: int = 4096
-    threads: int = 1
+    #: CPU threads for llama.cpp; 0: what suits the machine (``model.threads``).
+    threads: int = 0
     max_tokens: int = 64
     deadline_ms: int = 3000
     top_k: int = 50
     mode: Mode = "constrained"
     line_mode: LineMode = "auto"
-    python_version: str = str(NEWEST)
+    #: A target ("3.12"), or ``auto``: the project's (``requires-python`` and so on).
+    python_version: str = AUTO_TARGET
     #: Larger documents get no completions (building their quotient would take seconds).
     max_document_chars: int = 2_000_000
     #: A middle does not leave the bracket, string or block open at the cursor that the
@@ -50,10 +56,21 @@ class Settings:
     #: When the model cannot finish within ``max_tokens``, end the middle with the
     #: shortest text that makes the file valid (text the model did not write).
     witness_ending: bool = False
+    #: An inference server's API key (sent as a bearer token), when ``model`` is a URL.
+    api_key: str | None = dataclasses.field(default=None, repr=False)
+    #: The server's API: ``llama.cpp`` (llama-server's ``/completion``), ``openai``
+    #: (``/v1/completions``: vLLM, SGLang, TGI, ...) or ``auto`` (asked of the server).
+    server_api: ServerApi = "auto"
+    #: A local copy of the served model's vocabulary (a GGUF, vocabulary-only or whole):
+    #: needed for servers that cannot describe their own (OpenAI-only engines).
+    model_vocab: str | None = None
 
     @property
-    def target(self) -> TargetVersion:
-        """``python_version`` as the parser takes it (the setting is spelled "3.13")."""
+    def target(self) -> TargetVersion | None:
+        """``python_version`` as the parser takes it (the setting is spelled "3.13");
+        None for ``auto`` (:func:`lsp_server.target.target_in_force` resolves it)."""
+        if self.python_version == AUTO_TARGET:
+            return None
         return TargetVersion.parse(self.python_version)
 
     @property
@@ -66,7 +83,9 @@ class Settings:
     @property
     def model_key(self) -> tuple[object, ...]:
         """The settings that need the model reloaded when they change."""
-        return (self.model_spec, self.gpu_layers, self.context_size, self.threads)
+        local = (self.gpu_layers, self.threads)
+        remote = (self.api_key, self.server_api, self.model_vocab)
+        return (self.model_spec, self.context_size, *local, *remote)
 
     def merged(self, data: object) -> tuple[Settings, list[str]]:
         """These settings updated from editor JSON; returns (settings, problems)."""
@@ -147,7 +166,7 @@ def _check(name: str, value: object) -> object:
         if not isinstance(value, bool):
             raise TypeError(f"expected true or false, got {value!r}")
         return value
-    if name in ("model", "model_repo", "model_file"):
+    if name in ("model", "model_repo", "model_file", "api_key", "model_vocab"):
         if value is None or value == "":
             return "default" if name == "model" else None
         if not isinstance(value, str):
@@ -161,9 +180,11 @@ def _check(name: str, value: object) -> object:
         return _choice(value, MODES)
     if name == "line_mode":
         return _choice(value, LINE_MODES)
+    if name == "server_api":
+        return _choice(value, SERVER_APIS)
     limits = {
         "context_size": (256, 1 << 20),
-        "threads": (1, 512),
+        "threads": (0, 512),
         "max_tokens": (1, 4096),
         "deadline_ms": (50, 600_000),
         "top_k": (1, 1 << 20),

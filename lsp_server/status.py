@@ -21,6 +21,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .target import ProjectTarget
 
 __all__ = [
     "SERVER_STATUS_REQUEST",
@@ -28,6 +32,7 @@ __all__ = [
     "EngineState",
     "RequestTimes",
     "StopReason",
+    "target_status",
 ]
 
 #: The notification the server sends after each completion and each state change.
@@ -51,6 +56,9 @@ class EngineState(_Named):
     READY = "ready"
     ERROR = "error"  # the model cannot load: completions are off until the settings change
     DISABLED = "disabled"  # ``enable`` is false
+    #: The inference server (a ``model`` URL) does not answer as it should: completions
+    #: are off until it does; it is tried again with growing intervals.
+    UNAVAILABLE = "unavailable"
 
 
 class StopReason(_Named):
@@ -72,6 +80,17 @@ class StopReason(_Named):
     TOO_LARGE = "too_large"  # longer than ``maxDocumentChars``
     NO_MODEL = "no_model"  # the model is loading or failed to load
     DISABLED = "disabled"  # ``enable`` is false
+
+
+def target_status(target: ProjectTarget) -> dict[str, str]:
+    """The target in a status: ``target`` ("3.12"), ``targetSource`` (where it came
+    from: ``setting``, ``pyproject``, ``setup.cfg``, ``venv``, ``python3``,
+    ``default``) and ``targetOrigin`` (a sentence naming the file or setting)."""
+    return {
+        "target": str(target.version),
+        "targetSource": target.kind,
+        "targetOrigin": target.origin,
+    }
 
 
 def _ms(start: float, end: float) -> float:

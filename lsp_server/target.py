@@ -38,16 +38,20 @@ import re
 import shutil
 import subprocess
 import sys
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from lexer.version import NEWEST, OLDEST, SUPPORTED, TargetVersion
 
-__all__ = ["ProjectTarget", "lower_bound", "project_target"]
+from .settings import AUTO_TARGET
 
-#: Where a target came from (``ProjectTarget.kind``).
-KINDS = ("pyproject", "setup.cfg", "venv", "python3", "default")
+__all__ = ["ProjectTarget", "lower_bound", "path_of_uri", "project_target", "target_in_force"]
+
+#: Where a target came from (``ProjectTarget.kind``); ``setting``: ``pythonVersion``.
+KINDS = ("setting", "pyproject", "setup.cfg", "venv", "python3", "default")
 
 
 @dataclass(frozen=True)
@@ -317,3 +321,26 @@ def project_target(
         origin = f"{found.origin}; {'; '.join(notes)}"
         return ProjectTarget(found.version, found.kind, origin, found.path)
     return found
+
+
+def path_of_uri(uri: str) -> Path | None:
+    """The file a ``file:`` URI names (percent-escapes decoded); None for other schemes
+    (``untitled:``, remote file systems), whose project cannot be read."""
+    parsed = urllib.parse.urlsplit(uri)
+    if parsed.scheme != "file":
+        return None
+    path = urllib.request.url2pathname(parsed.path)
+    if parsed.netloc and parsed.netloc != "localhost":  # a UNC path
+        path = f"//{parsed.netloc}{path}"
+    return Path(path) if path else None
+
+
+def target_in_force(
+    python_version: str, uri: str, workspace_folders: Sequence[str | os.PathLike[str]]
+) -> ProjectTarget:
+    """The target for the document at ``uri``: the ``pythonVersion`` setting when it
+    names one, else (``auto``) the project's (:func:`project_target`)."""
+    if python_version != AUTO_TARGET:
+        version = TargetVersion.parse(python_version)
+        return ProjectTarget(version, "setting", f"the pythonVersion setting ({version})")
+    return project_target(path_of_uri(uri), workspace_folders)

@@ -233,12 +233,15 @@ def _levels_closed(tables: YieldTables) -> list[int]:
     return out
 
 
+#: The distances of the latest tables of each grammar, like ``yields._TABLES``: the
+#: tables of an automaton replaced by a new generation are not kept alive from here.
 _DISTANCES: dict[int, ChartDistances] = {}
 
 
 def chart_distances(tables: YieldTables) -> ChartDistances:
     """The (cached) distances of one grammar's charts."""
-    found = _DISTANCES.get(id(tables))
+    key = id(tables.grammar)
+    found = _DISTANCES.get(key)
     if found is None or found.tables is not tables:
-        found = _DISTANCES[id(tables)] = ChartDistances(tables)
+        found = _DISTANCES[key] = ChartDistances(tables)
     return found

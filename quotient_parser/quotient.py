@@ -38,7 +38,17 @@ trade-offs (section VI-B).  What keeps it fast is sharing:
   completes that simple statement, so the first real check is already cheap.
 * *Left contexts are reused.*  Recognizer states are kept at every line start
   of L; a new left context that shares a prefix with the previous one
-  restarts from the last line start before they differ.
+  restarts from the last line start before they differ.  A builder can also be
+  warmed with a whole document (:meth:`QuotientBuilder.warm`), so that a first
+  request anywhere in it starts from the line start before the cursor, and
+  (:meth:`QuotientBuilder.warm_right`) parsed backwards, so that the check
+  whether a right context cut from it can end a module at all (``suffix``)
+  reads only the front of R.
+
+Construction of a large file's quotient can be interrupted: ``interrupt`` (a
+callable) is polled every few lines of L and of R, and :class:`BuildInterrupted`
+is raised when it returns true.  The left-context states parsed so far are kept
+for the next build; nothing half-done is memoised, so results are exact.
 
 Example::
 
@@ -58,7 +68,7 @@ from __future__ import annotations
 import bisect
 import functools
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from lexer import LexError, LexState
@@ -67,14 +77,14 @@ from lexer.version import NEWEST, TargetLike, TargetVersion
 
 from .earley import Chart
 from .recognizer import Recognizer, RecognizerState
-from .suffix import right_context_can_end_module
+from .suffix import right_context_can_end_module, warm_backward_parse
 
 if TYPE_CHECKING:
     from .finish import FinishAnalysis
     from .inside import Enclosure
     from .witness import Witness
 
-__all__ = ["Quotient", "QuotientBuilder", "QuotientState"]
+__all__ = ["BuildInterrupted", "Interrupt", "Quotient", "QuotientBuilder", "QuotientState"]
 
 #: Charts of the right context get positions above every left-context chart.
 _RIGHT_BASE = 1 << 48
@@ -84,6 +94,21 @@ _POS_STRIDE = 128
 _PROBE_LINES = 24
 #: A right context keeps at most this many interned charts before starting afresh.
 _TABLE_LIMIT = 400_000
+#: Lines parsed between two polls of an ``interrupt`` callback (a few milliseconds).
+_POLL_LINES = 16
+
+#: Polled during construction; true means "stop now".
+Interrupt = Callable[[], bool]
+
+
+class BuildInterrupted(Exception):
+    """Construction stopped because ``interrupt`` said so; what was parsed is kept."""
+
+
+def _check(interrupt: Interrupt | None, line: int) -> None:
+    """Raise :class:`BuildInterrupted` on every ``_POLL_LINES``-th line if asked to."""
+    if interrupt is not None and line % _POLL_LINES == 0 and interrupt():
+        raise BuildInterrupted
 
 
 def _line_ends(text: str) -> list[int]:
@@ -106,8 +131,15 @@ class _LeftIndex:
 
     @classmethod
     def build(
-        cls, recognizer: Recognizer, text: str, previous: _LeftIndex | None
+        cls,
+        recognizer: Recognizer,
+        text: str,
+        previous: _LeftIndex | None,
+        interrupt: Interrupt | None = None,
     ) -> tuple[_LeftIndex, RecognizerState]:
+        """The index of ``text`` (from ``previous``'s shared lines on) and the state after
+        it.  Interrupted, it raises :class:`BuildInterrupted` carrying the partial index
+        (``args[0]``), whose stored line starts are all correct."""
         offsets = [0]
         states = [recognizer.initial()]
         if previous is not None:
@@ -116,7 +148,11 @@ class _LeftIndex:
             states = previous.states[:keep]
         state = states[-1]
         base = start = offsets[-1]
-        for relative_end in _line_ends(text[base:]):
+        for line, relative_end in enumerate(_line_ends(text[base:]), start=1):
+            try:
+                _check(interrupt, line)
+            except BuildInterrupted:
+                raise BuildInterrupted(cls(text, offsets, states)) from None
             end = base + relative_end
             if end == start:
                 continue
@@ -177,8 +213,11 @@ class _RightContext:
         """Whether the text parsed into (lex, chart), followed by R, is a valid module."""
         return self._run(lex, chart, 0, lex.offset)
 
-    def _run(self, lex: LexState, chart: Chart, r: int, base: int) -> bool:
-        """Parse R[r:] on from (lex, chart); ``base`` is the absolute offset of R[0]."""
+    def _run(
+        self, lex: LexState, chart: Chart, r: int, base: int, interrupt: Interrupt | None = None
+    ) -> bool:
+        """Parse R[r:] on from (lex, chart); ``base`` is the absolute offset of R[0].
+        ``interrupt``: see the module docstring (nothing is memoised then)."""
         if len(self.table) > _TABLE_LIMIT:
             self.table.clear()
             self.memo.clear()
@@ -190,6 +229,7 @@ class _RightContext:
         result = False
         current: Chart | None = chart
         lines = 1  # lines fed at once: doubled while a symbol spans them (see below)
+        feeds = 0
         while True:
             if r >= len(text):
                 try:
@@ -201,6 +241,8 @@ class _RightContext:
                 break
             k = min(k + lines, len(ends))
             end = ends[k - 1]
+            feeds += 1
+            _check(interrupt, feeds)
             try:
                 lex, symbols = lex.feed(text[r:end])
             except LexError:
@@ -247,7 +289,7 @@ class _RightContext:
             chart = next_chart
         return chart
 
-    def probe(self, left: _LeftIndex, left_text: str) -> None:
+    def probe(self, left: _LeftIndex, left_text: str, interrupt: Interrupt | None = None) -> None:
         """Warm the memo with ``pass`` in place of the statement under the cursor.
 
         The statement that holds the cursor starts at the last clean line
@@ -264,7 +306,13 @@ class _RightContext:
         if offset in self.probed:
             return
         self.probed.add(offset)
-        line = left_text[offset:]
+        try:
+            self._probe_from(state, left_text[offset:], interrupt)
+        except BuildInterrupted:
+            self.probed.discard(offset)  # not done: the next build probes again
+            raise
+
+    def _probe_from(self, state: RecognizerState, line: str, interrupt: Interrupt | None) -> None:
         indent = indentation(line)
         probe = state.feed(indent + "pass")
         if probe.lex is None or probe.chart is None:
@@ -285,7 +333,7 @@ class _RightContext:
             chart = self._scan(probe.chart, symbols, base)
             if chart is None or lex.sync_key() is None:
                 return
-            self._run(lex, chart, q, base)
+            self._run(lex, chart, q, base, interrupt)
 
 
 class Quotient:
@@ -299,19 +347,20 @@ class Quotient:
         *,
         builder: QuotientBuilder | None = None,
         stay_inside: bool = False,
+        interrupt: Interrupt | None = None,
     ):
         if builder is None:
             builder = QuotientBuilder(target)
         self.left = left
         self.right = right
         self.recognizer = builder.recognizer
-        left_index, left_state = builder._left(left)
+        left_index, left_state = builder._left(left, interrupt)
         self._right = builder._right_context(right)
         #: No middle can work: the left context is already broken, or no text
         #: at all can precede the right context in a valid module.
         self.empty = not left_state.viable or not self._right.can_end_module
         if not self.empty:
-            self._right.probe(left_index, left)
+            self._right.probe(left_index, left, interrupt)
         #: Middles must not leave the construct at the cursor (``inside.py``).
         self.stay_inside = stay_inside
         self._inside_empty: bool | None = None  # decided by ``inside_empty``
@@ -505,14 +554,76 @@ class QuotientBuilder:
     def __init__(self, target: TargetLike = NEWEST, *, right_cache: int = 4):
         self.recognizer = Recognizer(target)
         self._left_index: _LeftIndex | None = None
+        #: The states of a whole document (:meth:`warm`), kept beside the last left context.
+        self._document_index: _LeftIndex | None = None
         self._rights: OrderedDict[str, _RightContext] = OrderedDict()
         self._right_cache = right_cache
 
-    def build(self, left: str, right: str, *, stay_inside: bool = False) -> Quotient:
-        return Quotient(left, right, builder=self, stay_inside=stay_inside)
+    def build(
+        self,
+        left: str,
+        right: str,
+        *,
+        stay_inside: bool = False,
+        interrupt: Interrupt | None = None,
+    ) -> Quotient:
+        """The quotient for (``left``, ``right``); ``interrupt``: see the module docstring."""
+        self._follow_generation()
+        return Quotient(left, right, builder=self, stay_inside=stay_inside, interrupt=interrupt)
 
-    def _left(self, text: str) -> tuple[_LeftIndex, RecognizerState]:
-        index, state = _LeftIndex.build(self.recognizer, text, self._left_index)
+    def _follow_generation(self) -> None:
+        """Move to the recognizer's newest generation (``Recognizer.max_states``),
+        dropping what was parsed with the old one."""
+        current = Recognizer(self.recognizer.version)
+        if current is not self.recognizer:
+            self.recognizer = current
+            self._left_index = self._document_index = None
+            self._rights.clear()
+
+    def warm(self, document: str, interrupt: Interrupt | None = None) -> None:
+        """Parse ``document`` ahead of requests, keeping a state at each of its line
+        starts: a later left context that is a prefix of it starts from the line start
+        before its end.  Interruptible like :meth:`build`, keeping what was parsed."""
+        self._follow_generation()
+        previous = self._best_index(document)
+        try:
+            self._document_index, _ = _LeftIndex.build(
+                self.recognizer, document, previous, interrupt
+            )
+        except BuildInterrupted as stop:
+            self._document_index = stop.args[0]
+            raise
+
+    def warm_right(self, document: str, interrupt: Interrupt | None = None) -> None:
+        """Parse ``document`` backwards ahead of requests and keep its charts: a later
+        right context cut from it is checked (can it end a module?) by steps memoised
+        here but for its first line.  Interruptible like :meth:`build` (raising
+        :class:`BuildInterrupted`); the part parsed is kept and found again at once by
+        the next call.  The charts are kept with the last few right contexts' (``suffix``),
+        so memory stays bounded by what checking those costs."""
+        if not warm_backward_parse(document, self.recognizer.version, interrupt):
+            raise BuildInterrupted(self._document_index)
+
+    def warmed_lines(self, document: str) -> int:
+        """How many line starts of ``document`` the warmed states cover (see :meth:`warm`)."""
+        index = self._document_index
+        return 0 if index is None else index.shared_lines(document)
+
+    def _best_index(self, text: str) -> _LeftIndex | None:
+        """The kept index that shares the most lines with ``text``."""
+        indexes = [i for i in (self._left_index, self._document_index) if i is not None]
+        return max(indexes, key=lambda i: i.shared_lines(text), default=None)
+
+    def _left(
+        self, text: str, interrupt: Interrupt | None = None
+    ) -> tuple[_LeftIndex, RecognizerState]:
+        try:
+            index, state = _LeftIndex.build(
+                self.recognizer, text, self._best_index(text), interrupt
+            )
+        except BuildInterrupted as stop:
+            self._left_index = stop.args[0]
+            raise
         self._left_index = index
         return index, state
 

@@ -160,11 +160,17 @@ class Recognizer:
     """
 
     _cache: dict[TargetVersion, Recognizer] = {}
+    #: The automaton interns every item set it meets (about 4 KB each) and the set of
+    #: those a long-running server meets keeps growing; past this many states the
+    #: next ``Recognizer(target)`` starts a new generation (a fresh automaton).
+    #: States of the old one keep working, and keep it alive, as long as they are
+    #: held (``QuotientBuilder`` moves to the new generation on its next build).
+    max_states = 16_000
 
     def __new__(cls, target: TargetLike = NEWEST) -> Recognizer:
         version = TargetVersion.parse(target)
         cached = cls._cache.get(version)
-        if cached is None:
+        if cached is None or cached.automaton.n_states > cls.max_states:
             cached = super().__new__(cls)
             cached._setup(version)
             cls._cache[version] = cached

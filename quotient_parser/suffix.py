@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import collections
 import functools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from lexer import LexError, LexErrorCode, LexState
@@ -38,7 +38,7 @@ from lexer.text import indentation
 
 from .earley import Automaton, Chart
 from .grammar_tools import Grammar, load_grammar
-from .recognizer import SymbolClassifier
+from .recognizer import Recognizer, SymbolClassifier
 
 __all__ = [
     "StartMode",
@@ -46,6 +46,7 @@ __all__ = [
     "right_context_can_end_module",
     "start_modes_that_end",
     "string_heads",
+    "warm_backward_parse",
 ]
 
 _OPENERS = {")": "(", "]": "[", "}": "{"}
@@ -62,7 +63,7 @@ def _string_heads(version: tuple[int, int]) -> tuple[str, ...]:
 
 
 @functools.cache
-def _reversed_automaton(version: tuple[int, int]) -> tuple[Automaton, SymbolClassifier]:
+def _reversed_grammar(version: tuple[int, int]) -> Grammar:
     grammar = load_grammar(version)
     reversed_grammar = Grammar(
         version=grammar.version,
@@ -73,20 +74,42 @@ def _reversed_automaton(version: tuple[int, int]) -> tuple[Automaton, SymbolClas
         terminal_ids=grammar.terminal_ids,
         start=grammar.start,
     )
-    auto = Automaton(reversed_grammar)
-    return auto, SymbolClassifier(reversed_grammar, auto)
+    return reversed_grammar
 
 
-@functools.cache
-def _initial_chart(version: tuple[int, int]) -> Chart:
-    """One initial chart per version, so that backward parses share its step memo."""
-    return Chart.initial(_reversed_automaton(version)[0])
+#: Per version: the reversed grammar's automaton, its classifier and its initial chart
+#: (one, so that backward parses share its step memo).
+_REVERSED: dict[tuple[int, int], tuple[Automaton, SymbolClassifier, Chart]] = {}
+
+
+def _reversed_automaton(version: tuple[int, int]) -> tuple[Automaton, SymbolClassifier, Chart]:
+    """The backward parser of ``version``; a fresh one (a new generation) once its
+    automaton has more states than ``Recognizer.max_states``, as for the forward one."""
+    found = _REVERSED.get(version)
+    if found is None or found[0].n_states > Recognizer.max_states:
+        grammar = _reversed_grammar(version)
+        auto = Automaton(grammar)
+        found = _REVERSED[version] = (auto, SymbolClassifier(grammar, auto), Chart.initial(auto))
+    return found
 
 
 #: The charts of the last few backward parses.  A chart remembers its successors
 #: only while something holds them, and right contexts of one file share their
-#: tail: moving the cursor re-parses only what is new at the front of R.
+#: tail: moving the cursor re-parses only what is new at the front of R.  Bounded
+#: by count and by size (a parse of a long R holds a chart per symbol).
 _RECENT_PARSES: collections.deque[list[Chart]] = collections.deque(maxlen=4)
+#: The most charts those parses keep in all.
+MAX_RECENT_CHARTS = 200_000
+
+
+def _remember_parse() -> list[Chart]:
+    """A new list for the charts of a backward parse, among the recent ones; older
+    parses are dropped while all of them hold more than :data:`MAX_RECENT_CHARTS`."""
+    while _RECENT_PARSES and sum(map(len, _RECENT_PARSES)) > MAX_RECENT_CHARTS:
+        _RECENT_PARSES.popleft()
+    keep: list[Chart] = []
+    _RECENT_PARSES.append(keep)
+    return keep
 
 
 def _column(whitespace: str) -> int:
@@ -188,9 +211,9 @@ def _first_line_variants(attempt: _Attempt, text: str, whitespace: str) -> Itera
 def _reverse_viable(
     version: tuple[int, int], symbols: list[tuple[str, str, int]], keep: list[Chart]
 ) -> bool:
-    _, classify = _reversed_automaton(version)
-    chart: Chart | None = _initial_chart(version)
-    keep.append(chart)  # type: ignore[arg-type]
+    _, classify, initial = _reversed_automaton(version)
+    chart: Chart | None = initial
+    room = MAX_RECENT_CHARTS - len(keep)
     for kind, text, _start in reversed(symbols):
         symbol = classify(kind, text)
         if symbol is None:
@@ -199,7 +222,47 @@ def _reverse_viable(
         chart = chart.step(symbol)
         if chart is None:
             return False
-        keep.append(chart)  # shared tails of later attempts hit the step memo
+        if room > 0:  # shared tails of later attempts hit the step memo
+            keep.append(chart)
+            room -= 1
+    return True
+
+
+#: Symbols parsed between two polls of a warming parse's ``interrupt``.
+_POLL_SYMBOLS = 256
+
+
+def warm_backward_parse(
+    document: str, version: tuple[int, int], interrupt: Callable[[], bool] | None = None
+) -> bool:
+    """Parse a whole document backwards ahead of requests, keeping its charts among the
+    recent parses.
+
+    A right context cut from the document (the text after a cursor) lexes to the same
+    symbols from its second line to its end, and every backward parse starts from one
+    initial chart: while the document's charts are kept, the right context's check
+    finds its steps memoised except the few at its front.  Returns False when
+    ``interrupt`` stopped it (the part from the end that was parsed is kept: the next
+    call finds it memoised and goes on).
+    """
+    try:
+        symbols = _lex(_Attempt("", True), document, version)
+    except LexError:
+        return True  # nothing to share: the document does not lex from its start
+    _, classify, initial = _reversed_automaton(version)
+    chart: Chart | None = initial
+    keep = _remember_parse()
+    for done, (kind, text, _start) in enumerate(reversed(symbols)):
+        if interrupt is not None and done % _POLL_SYMBOLS == 0 and interrupt():
+            return False
+        symbol = classify(kind, text)
+        assert chart is not None
+        chart = None if symbol is None else chart.step(symbol)
+        if chart is None:
+            return True  # the document is broken here: what precedes it shares nothing
+        if len(keep) >= MAX_RECENT_CHARTS:
+            return True  # what is parsed further would not be kept: no use ahead of time
+        keep.append(chart)
     return True
 
 
@@ -211,8 +274,7 @@ def right_context_can_end_module(text: str, version: tuple[int, int]) -> bool:
     """
     if not text:
         return True
-    keep: list[Chart] = []
-    _RECENT_PARSES.append(keep)
+    keep = _remember_parse()
     return any(
         _mode_can_end(text, version, head, at_line_start, keep) is not None
         for head, at_line_start in _start_modes(text, version)
@@ -242,8 +304,7 @@ def start_modes_that_end(
 ) -> list[StartMode]:
     """Every start mode (with a head among ``heads``, default all) under which
     ``u + text`` can be a valid module."""
-    keep: list[Chart] = []
-    _RECENT_PARSES.append(keep)
+    keep = _remember_parse()
     modes: list[StartMode] = []
     wanted = None if heads is None else set(heads)
     for head, at_line_start in _start_modes(text, version):

@@ -137,7 +137,8 @@ class _Moves:
     """Short insertions tried from a state: one terminal's shortest text each."""
 
     def __init__(self, analysis: FinishAnalysis):
-        self.analysis = analysis
+        # Not the analysis itself: ``_MOVES`` holds this weakly keyed by it.
+        self.recognizer = analysis.recognizer
         tables = analysis.tables
         grammar = tables.grammar
         names = grammar.symbol_names
@@ -225,7 +226,7 @@ class _Moves:
         # ... or end it here and go on with the next symbol
         emitted = lex.emit_pending()
         if emitted is not None:
-            stepped, _ = self.analysis.recognizer.step(chart, emitted[1])
+            stepped, _ = self.recognizer.step(chart, emitted[1])
             if stepped is not None:
                 moves.extend(self.from_chart(stepped, pending[-1]))
                 if self.right[:1] and self.separator(pending[-1], self.right[0]):
@@ -429,7 +430,8 @@ class _CanonicalKeys:
         return (self.chart(state.chart), state.lex.state_key())
 
 
-#: The move generator of each analysis (built on first use, dropped with it).
+#: The move generator of each analysis (built on first use, dropped with it: a
+#: ``_Moves`` must not refer to its analysis, or neither would ever be dropped).
 _MOVES: weakref.WeakKeyDictionary[FinishAnalysis, _Moves] = weakref.WeakKeyDictionary()
 
 

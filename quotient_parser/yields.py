@@ -303,12 +303,14 @@ class YieldTables:
         return out
 
 
+#: The tables of the latest automaton of each grammar: an automaton replaced by a new
+#: generation (``Recognizer.max_states``) is not kept alive from here.
 _TABLES: dict[int, YieldTables] = {}
 
 
 def yield_tables(grammar: Grammar, automaton: Automaton) -> YieldTables:
     """The (cached) tables of an automaton's grammar."""
-    tables = _TABLES.get(id(automaton))
+    tables = _TABLES.get(id(grammar))
     if tables is None or tables.automaton is not automaton:
-        tables = _TABLES[id(automaton)] = YieldTables(grammar, automaton)
+        tables = _TABLES[id(grammar)] = YieldTables(grammar, automaton)
     return tables

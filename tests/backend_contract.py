@@ -91,9 +91,14 @@ class BackendWrapper:
         return self.inner.token_index
 
     def build_fim_prompt(
-        self, prefix: str, suffix: str, max_new_tokens: int = 128, path: str = ""
+        self,
+        prefix: str,
+        suffix: str,
+        max_new_tokens: int = 128,
+        path: str = "",
+        budget: int | None = None,
     ) -> list[int]:
-        return self.inner.build_fim_prompt(prefix, suffix, max_new_tokens, path=path)
+        return self.inner.build_fim_prompt(prefix, suffix, max_new_tokens, path=path, budget=budget)
 
     def prefill(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> None:
         self.inner.prefill(prompt, interrupt)

@@ -290,3 +290,46 @@ def test_check_reports_python_line_numbers(fimlsp: Run, tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stderr
     result = json.loads(proc.stdout)
     assert result["valid"] is False and result["line"] == 3
+
+
+# ---------------------------------------------------------------- the project's target
+
+
+def _project(tmp_path: Path, requires: str, code: str) -> Path:
+    (tmp_path / "pyproject.toml").write_text(
+        f'[project]\nname = "app"\nrequires-python = "{requires}"\n'
+    )
+    package = tmp_path / "app"
+    package.mkdir()
+    path = package / "main.py"
+    path.write_text(code)
+    return path
+
+
+def test_target_from_the_project(fimlsp: Run, tmp_path: Path, tiny_model_path: Path) -> None:
+    path = _project(tmp_path, ">=3.12", CODE)
+    proc = fimlsp(
+        "complete", path, "--line", "6", "--column", "12", "--model", tiny_model_path,
+        "--max-tokens", "4", "--json",
+    )  # fmt: skip
+    result = _completion(proc)
+    assert (result["target"], result["targetSource"]) == ("3.12", "pyproject")
+    assert str(tmp_path / "pyproject.toml") in str(result["targetOrigin"])
+    text = fimlsp(
+        "complete", path, "--line", "6", "--column", "12", "--model", tiny_model_path,
+        "--max-tokens", "4",
+    )  # fmt: skip
+    assert "target Python 3.12 (requires-python >=3.12 in" in text.stderr
+
+
+def test_syntax_newer_than_the_project(fimlsp: Run, tmp_path: Path, tiny_model_path: Path) -> None:
+    code = 'name = "x"\ngreeting = t"hi {name}"\nvalues = (\n'
+    path = _project(tmp_path, ">=3.12", code)
+    args = ("complete", path, "--line", "3", "--column", "11", "--model", tiny_model_path,
+            "--max-tokens", "4", "--json")  # fmt: skip
+    message = _error(fimlsp(*args))
+    assert "line 2 uses syntax from Python 3.14, newer than the target Python 3.12" in message
+    assert f"requires-python >=3.12 in {tmp_path / 'pyproject.toml'}" in message
+    # Raised by hand, the target is the one given.
+    result = _completion(fimlsp(*args, "--target", "3.14"))
+    assert (result["target"], result["targetSource"]) == ("3.14", "setting")

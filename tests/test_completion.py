@@ -78,10 +78,17 @@ class Steered(BackendWrapper):
         self.appended: list[int] = []
 
     def build_fim_prompt(
-        self, prefix: str, suffix: str, max_new_tokens: int = 128, path: str = ""
+        self,
+        prefix: str,
+        suffix: str,
+        max_new_tokens: int = 128,
+        path: str = "",
+        budget: int | None = None,
     ) -> list[int]:
         self.prompt_texts.append((prefix, suffix))
-        prompt = self.model.build_fim_prompt(prefix, suffix, max_new_tokens, path=path)
+        prompt = self.model.build_fim_prompt(
+            prefix, suffix, max_new_tokens, path=path, budget=budget
+        )
         self.prompts.append(prompt)
         return prompt
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from lsp_server.model.server_api import SERVER_APIS
 from lsp_server.modes import LINE_MODES, MODES
 from lsp_server.status import SERVER_STATUS_REQUEST, STATUS_NOTIFICATION, EngineState, StopReason
 
@@ -80,6 +81,8 @@ MIRRORS = {
     "vscode-line-modes": (ts_const, VSCODE_CONFIG, "LINE_MODES", list(LINE_MODES)),
     "nvim-modes": (lua_choices, NVIM_CONFIG, "mode", list(MODES)),
     "nvim-line-modes": (lua_choices, NVIM_CONFIG, "lineMode", list(LINE_MODES)),
+    "vscode-server-apis": (ts_const, VSCODE_CONFIG, "SERVER_APIS", list(SERVER_APIS)),
+    "nvim-server-apis": (lua_choices, NVIM_CONFIG, "serverApi", list(SERVER_APIS)),
 }
 
 
@@ -101,6 +104,7 @@ def test_vscode_settings_offer_the_server_modes() -> None:
     properties = manifest["contributes"]["configuration"]["properties"]
     assert properties["fimlsp.mode"]["enum"] == list(MODES)
     assert properties["fimlsp.lineMode"]["enum"] == list(LINE_MODES)
+    assert properties["fimlsp.serverApi"]["enum"] == list(SERVER_APIS)
 
 
 def test_the_lists_are_read_not_assumed(tmp_path: Path) -> None:

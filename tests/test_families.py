@@ -305,6 +305,11 @@ def test_every_end_token_ends_the_middle(
             steered = Steered(fam.model, [token])
             options = DecodeOptions(mode=mode, max_tokens=4)
             r = generate(steered, left, right, options, target=target)
+            if mode == "constrained" and not fam.model.has_fim:
+                # A model that never sees the code after the cursor ends where it thinks
+                # the file ends: right after the left context, that is no suggestion.
+                assert r.middle or r.stop_reason != "eos", (token, mode)
+                continue
             assert (r.middle, r.stop_reason, r.tokens) == ("", "eos", 0), (token, mode)
 
 

@@ -1,6 +1,6 @@
 """lsp_server.jsonrpc: the frame reader on byte streams, the message guard against pygls'
-own handling (each case shows today's behaviour and the new one), and the real server
-started through the layer (tests/jsonrpc_server.py) over stdio and TCP.
+own handling (each case shows pygls' behaviour and the guard's), and the real server
+(``fimlsp``, whose protocol is guarded) over stdio and TCP.
 """
 
 from __future__ import annotations
@@ -340,6 +340,14 @@ PROTOCOL_CASES: dict[str, tuple[list[bytes], bytes, Any, Any]] = {
         (1, -32600),
     ),
     "a method that is a number": ([INIT], msg(id=1, method=5), "popup", (1, -32600)),
+    "neither a request nor a response": ([INIT], msg(id=4), "popup", (4, -32600)),
+    "a response with a result and an error": (
+        [INIT],
+        msg(id=5, result=1, error={"code": 1, "message": "both"}),
+        None,
+        None,
+    ),
+    "a response with an object id": ([INIT], msg(id={"a": 1}, result=1), None, None),
     "a notification with an id": (
         [INIT],
         msg(id=1, method="textDocument/didSave", params={"textDocument": {"uri": "file:///a.py"}}),
@@ -456,7 +464,7 @@ from model_fixtures import model_cache, tiny_factory  # noqa: E402
 
 __all__ = ["model_cache", "stopping_model", "tiny_factory"]  # fixtures used by name
 
-SCRIPT = Path(__file__).with_name("jsonrpc_server.py")
+SERVER_COMMAND = (sys.executable, "-m", "lsp_server.cli")
 
 
 class RawClient:
@@ -511,7 +519,7 @@ def initialize(model: Path) -> bytes:
 
 def start(*args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, str(SCRIPT), *args],
+        [*SERVER_COMMAND, *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

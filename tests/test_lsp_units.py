@@ -148,7 +148,7 @@ def test_completion_item_replaces_the_word_before_the_cursor(
     text = "total = sum\nprint(total)\n"
     offset = text.index("sum") + 3
     request = Request("file:///x.py", text, offset, Settings())
-    item = completion_item(request, middle, 3, "utf-16")
+    item = completion_item(request, types.Position(0, 11), middle, 3, "utf-16")
     assert (item.label, item.detail) == (label, detail)
     assert isinstance(item.text_edit, types.TextEdit)
     assert item.text_edit.new_text == "sum" + middle

@@ -38,7 +38,7 @@ from lsp_server.model.server_api import (
     Step,
     load_local_vocab,
 )
-from lsp_server.model.server_api.client import _incomplete_utf8_tail
+from lsp_server.model.server_api.client import incomplete_utf8_tail
 
 __all__ = [  # fixtures used by name
     "llama_server_binary",
@@ -291,7 +291,7 @@ def _split_character_bias(model: FimModel, prompt: list[int]) -> tuple[int, int,
     leads = [
         t
         for t in range(model.vocab.n_vocab)
-        if len(table[t]) == 2 and _incomplete_utf8_tail(table[t]) and table[t][0] >= 0xE0
+        if len(table[t]) == 2 and incomplete_utf8_tail(table[t]) and table[t][0] >= 0xE0
     ]
     by_bytes = {table[t]: t for t in range(model.vocab.n_vocab)}
     model.cache.reset()
@@ -397,6 +397,6 @@ def test_server_vocab_resolves_openai_token_texts(
     partial = next(
         t
         for t in range(tiny_model.vocab.n_vocab)
-        if _incomplete_utf8_tail(tiny_model.vocab.token_bytes[t])
+        if incomplete_utf8_tail(tiny_model.vocab.token_bytes[t])
     )
     assert vocab.resolve(tiny_model.vocab.token_bytes[partial].decode("utf-8", "replace")) is None

@@ -535,6 +535,9 @@ def test_backoff_turns_completions_off_and_probes_at_growing_intervals() -> None
     assert not availability.succeeded() and availability.ready()
     availability.failed(ServerAuthError("wrong key"))  # a setting must change: wait longest
     assert availability.seconds_to_retry() == 8
+    defaults = ServerAvailability(clock=clock, rng=lambda: 0.0)  # float powers overflow
+    defaults.failed(ServerAuthError("wrong key"))
+    assert defaults.seconds_to_retry() == Backoff().maximum
 
 
 def test_availability_follows_a_real_server_going_down_and_up(

@@ -29,7 +29,9 @@ from model_fixtures import (
 from test_server_api import SNIPPETS, greedy_in_process, log_softmax
 
 from bench.llama_server import free_port
+from lsp_server.decoding import DecodeOptions, generate
 from lsp_server.model import FimModel
+from lsp_server.model.remote import open_remote
 from lsp_server.model.server_api import (
     OPENAI,
     ServerClient,
@@ -124,3 +126,23 @@ def test_legacy_logprobs_map_back_to_the_in_process_tokens(
             if cand.token is not None:
                 assert cand.logprob == pytest.approx(logprobs[cand.token], abs=2e-3)
     assert resolved >= 5  # most tokens have a text of their own
+
+
+def test_the_remote_backend_over_llama_cpp_python_gives_the_in_process_middles(
+    lcpp_server: str, tiny_model: FimModel, tiny_model_path: Path, target: tuple[int, int]
+) -> None:
+    """The whole remote backend (modelVocab, streamed legacy logprobs, a new request at each
+    rejected token) against this server: greedy constrained decoding reaches the in-process
+    tokens, stop reasons and verdicts."""
+    options = DecodeOptions(max_tokens=10, token_healing=False)
+    with open_remote(lcpp_server, model_vocab=tiny_model_path, n_ctx=1024) as remote:
+        assert remote.client.api == OPENAI and remote.layout == tiny_model.layout
+        for left, right in SNIPPETS:
+            expected = generate(tiny_model, left, right, options, target=target)
+            got = generate(remote, left, right, options, target=target)
+            assert (got.tokens, got.stop_reason, got.complete) == (
+                expected.tokens,
+                expected.stop_reason,
+                expected.complete,
+            ), (left[-30:], right[:30])
+        assert remote.counters.streams >= len(SNIPPETS)

@@ -13,8 +13,8 @@ from lsp_fixtures import SERVER
 
 
 def test_malformed_messages_do_not_kill_the_server() -> None:
-    """Raw bytes over stdio: garbage JSON and an unknown method get errors; then a real
-    initialize is answered."""
+    """Raw bytes over stdio: garbage JSON and a request before initialize get errors;
+    then a real initialize is answered."""
 
     def frame(body: bytes) -> bytes:
         return b"Content-Length: %d\r\n\r\n" % len(body) + body
@@ -41,7 +41,8 @@ def test_malformed_messages_do_not_kill_the_server() -> None:
         timeout=60,
     )
     out = proc.stdout
-    assert b'"id": 1' in out and b"-32601" in out  # method not found
+    assert b'"id": null' in out and b"-32700" in out  # not JSON, its id unreadable
+    assert b'"id": 1' in out and b"-32002" in out  # not initialized yet
     assert b'"id": 2' in out and b"inlineCompletionProvider" in out
     assert b'"id": 4' in out and b'"documents"' in out
     assert b'"id": 3' in out

@@ -48,7 +48,7 @@ def test_every_server_setting_is_contributed_with_its_default() -> None:
         server_default = field.default
         if field.name == "gpu_layers":
             assert (default, server_default) == (-1, None)  # -1: "all", sent as null
-        elif field.name in ("model_repo", "model_file"):
+        elif field.name in ("model_repo", "model_file", "api_key", "model_vocab"):
             assert (default, server_default) == ("", None)  # empty: not used
         else:
             assert default == server_default, key
@@ -85,7 +85,7 @@ def test_enum_settings_cover_what_the_server_accepts() -> None:
     for name, values in {
         "mode": MODES,
         "lineMode": LINE_MODES,
-        "pythonVersion": ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15"),
+        "pythonVersion": ("auto", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15"),
     }.items():
         assert tuple(properties[f"fimlsp.{name}"]["enum"]) == values
         for wrong in ("", "other", "3.7"):

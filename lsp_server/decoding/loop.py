@@ -47,7 +47,11 @@ def build_prompt(
     first generated tokens)."""
     prompt_left, owed = heal_split(backend, left) if options.token_healing else (left, "")
     prompt = backend.build_fim_prompt(
-        prompt_left, right, max_new_tokens=options.max_tokens, path=options.file_path
+        prompt_left,
+        right,
+        max_new_tokens=options.max_tokens,
+        path=options.file_path,
+        budget=options.prompt_budget,
     )
     if not prompt:  # no FIM tokens, no BOS and nothing before the cursor
         prompt = backend.tokenize("\n")
@@ -215,7 +219,9 @@ class Decoder:
         while self.tokens < self.opts.max_tokens:
             if self.stop():
                 return self.stop.reason or StopReason.CANCELLED
-            if self.stop_when_connected and self.tokens and self._connected():
+            # Connected, once the middle has text: a line complete as typed, the healed
+            # token written back, is no suggestion.
+            if self.stop_when_connected and self.middle and self._connected():
                 return StopReason.CONNECTED
             chosen = self._choose(generation.ranking())
             if self.steering is not None and self.steering.gave_up:
@@ -352,7 +358,9 @@ class Decoder:
             if tok in banned:
                 continue
             if self.backend.eog(tok):
-                if not self.held:
+                # A model that never sees the text after the cursor ends where it thinks
+                # the file ends: right after the left context, that is no suggestion.
+                if not self.held and (self.middle or not self.stop_when_connected):
                     t0 = time.perf_counter_ns()
                     done = state.complete
                     self._parser_ns += time.perf_counter_ns() - t0

@@ -22,6 +22,9 @@ class DecodeOptions:
     single_line: bool = False
     deadline_s: float | None = None
     token_healing: bool = True
+    #: Tokens of text around the cursor the prompt may hold (whole lines, nearest first);
+    #: None: what the context window holds.  The planner sizes it to the machine.
+    prompt_budget: int | None = None
     #: Stop at the first line end where the middle is complete.  None: only for
     #: models without FIM tokens, which never see the right context and so
     #: would go on to write what already follows the cursor.

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -36,7 +36,15 @@ import numpy.typing as npt
 from .context import FloatArray, Interrupt
 from .token_index import TokenIndex
 
-__all__ = ["Backend", "Generation", "IdArray", "LogitsRanking", "TokenRanking", "top_k_ids"]
+__all__ = [
+    "Backend",
+    "Generation",
+    "IdArray",
+    "LogitsRanking",
+    "PromptCache",
+    "TokenRanking",
+    "top_k_ids",
+]
 
 IdArray = npt.NDArray[np.intp]
 
@@ -126,9 +134,15 @@ class Backend(Protocol):
         ...
 
     def build_fim_prompt(
-        self, prefix: str, suffix: str, max_new_tokens: int = 128, path: str = ""
+        self,
+        prefix: str,
+        suffix: str,
+        max_new_tokens: int = 128,
+        path: str = "",
+        budget: int | None = None,
     ) -> list[int]:
-        """The prompt for text around the cursor, cut to fit with room to generate;
+        """The prompt for text around the cursor, cut to fit with room to generate, and to
+        ``budget`` tokens of text when given (whole lines, nearest the cursor first);
         ``path`` (the file's path, may be empty) for families whose prompts name the file."""
         ...
 
@@ -152,6 +166,26 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Release the model; the backend is unusable afterwards."""
+        ...
+
+
+@runtime_checkable
+class PromptCache(Protocol):
+    """What a backend that keeps the prompts it has read can say and do (optional).
+
+    The planner sizes a prompt by what reading it costs (``uncached``), and the engine's
+    read-ahead reads the prompt the next request will likely need when the model has
+    nothing else to do (``read_ahead``).  A backend without these gets prompts sized for
+    a cold read, and read-ahead through :meth:`Backend.prefill`.
+    """
+
+    def uncached(self, prompt: Sequence[int]) -> int:
+        """How many of ``prompt``'s tokens reading it would cost (not cached)."""
+        ...
+
+    def read_ahead(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> None:
+        """Read ``prompt`` speculatively, in short interruptible chunks, without losing the
+        prompt the last generation used.  ``Interrupted`` as for :meth:`Backend.start`."""
         ...
 
 

@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import Any
 
 from .backend import LogitsRanking
-from .context import FloatArray, Interrupt, LlamaContext
+from .context import READ_AHEAD_CHUNK, REUSE_MIN_CHUNK, FloatArray, Interrupt, LlamaContext
 from .errors import ModelError
 from .families import (
     FimLayout,
@@ -87,7 +87,9 @@ class FimModel:
     attention makes logits depend on how the prompt was split into batches (~1e-3), so a
     completion would depend on the editing history that shaped the KV cache; without it
     reuse is bit-exact.  ``suffix_share``, ``align_lines``: see
-    :class:`~lsp_server.model.prompt.PromptBuilder`; ``spm_infill``: suffix-first prompts.
+    :class:`~lsp_server.model.prompt.PromptBuilder`; ``spm_infill``: suffix-first prompts;
+    ``reuse_min``: the shortest chunk of a cached prompt kept by shifting it to where a new
+    prompt has it (0: only the common prefix; see :mod:`lsp_server.model.context`).
     """
 
     def __init__(
@@ -103,6 +105,7 @@ class FimModel:
         suffix_share: float = 0.25,
         align_lines: int = 1,
         spm_infill: bool = False,
+        reuse_min: int = REUSE_MIN_CHUNK,
     ) -> None:
         self._model: Any = None
         self.path = Path(path)
@@ -126,6 +129,7 @@ class FimModel:
                 n_threads=n_threads,
                 flash_attn=flash_attn,
                 name=name,
+                reuse_min=reuse_min,
             )
         except ModelError:
             self.close()
@@ -221,19 +225,29 @@ class FimModel:
         suffix: str,
         max_new_tokens: int = 128,
         path: str = "",
+        budget: int | None = None,
         margin: int = 8,
     ) -> list[int]:
-        """Token ids of the FIM prompt for text around the cursor, cut to the context window
-        with room for ``max_new_tokens`` (see :mod:`lsp_server.model.prompt`); ``path``
-        names the file for families whose prompts carry it (Mellum)."""
-        budget = self.prompts.window_budget(max_new_tokens, margin)
-        return self.prompts.build(prefix, suffix, budget, path)
+        """Token ids of the FIM prompt for text around the cursor, cut to ``budget`` tokens
+        of text (the context window with room for ``max_new_tokens`` at most; see
+        :mod:`lsp_server.model.prompt`); ``path`` names the file for families whose prompts
+        carry it (Mellum)."""
+        return self.prompts.for_request(prefix, suffix, max_new_tokens, path, budget, margin)
 
     # ------------------------------------------------------------ generation
 
     def prefill(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> None:
-        """Read ``prompt`` into the KV cache."""
+        """Read ``prompt`` into the KV cache for the generation that follows."""
         self.cache.evaluate(prompt, interrupt)
+
+    def uncached(self, prompt: Sequence[int]) -> int:
+        """How many of ``prompt``'s tokens reading it would decode."""
+        return self.cache.uncached(prompt)
+
+    def read_ahead(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> None:
+        """Read ``prompt`` before anyone asks for it, in short chunks, keeping the prompt
+        the last generation used (see :meth:`LlamaContext.evaluate`)."""
+        self.cache.evaluate(prompt, interrupt, ahead=True, chunk=READ_AHEAD_CHUNK)
 
     def start(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> LlamaGeneration:
         """A generation after ``prompt``; only what the KV cache lacks is decoded."""

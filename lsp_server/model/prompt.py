@@ -3,10 +3,11 @@
 A file is usually longer than the model's context window, so the prompt keeps the end
 of the prefix and the start of the suffix.  Cuts fall on line boundaries (the model sees
 whole lines, as in training), the budget is split between the two sides
-(``suffix_share``) and whatever one side does not need goes to the other.  Token counts
-are estimated from the tokens of the whole text and every candidate cut is verified by
-tokenizing it, so the estimate may be rough (normalising tokenizers) but the result
-never exceeds the budget.
+(``suffix_share``) and whatever one side does not need goes to the other.  Only the text
+near the cursor is tokenized; token counts are estimated from its tokens and every
+candidate cut is verified by tokenizing it, so the estimate may be rough (normalising
+tokenizers) but the result never exceeds the budget, except that the cursor's own line
+is never cut while the context window (``limit``) holds it.
 
 The budget is a parameter of :meth:`PromptBuilder.fit`, not a property of the model:
 :meth:`PromptBuilder.window_budget` is what the context window allows, and a caller
@@ -19,12 +20,24 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from typing import Protocol
 
-from lexer.text import split_lines
+from lexer.text import (
+    LINE_END_RE,
+    count_line_ends,
+    first_line,
+    last_line,
+    last_line_start,
+    split_lines,
+)
 
 from .errors import ModelError
 from .families import FimLayout, FimTokens, assemble_prompt
 
 __all__ = ["PromptBuilder", "Tokenizer"]
+
+#: Characters per token assumed when taking the text near the cursor to tokenize: code
+#: averages 3 to 4, so the first piece taken usually holds the budget; one that does not
+#: is taken four times longer until it does or is the whole side.
+_CHARS_PER_TOKEN_GUESS = 6
 
 
 class Tokenizer(Protocol):
@@ -81,13 +94,33 @@ class PromptBuilder:
 
     # ------------------------------------------------------------ prompts
 
-    def build(self, prefix: str, suffix: str, budget: int, path: str = "") -> list[int]:
+    def for_request(
+        self,
+        prefix: str,
+        suffix: str,
+        max_new_tokens: int = 128,
+        path: str = "",
+        budget: int | None = None,
+        margin: int = 8,
+    ) -> list[int]:
+        """What a backend's ``build_fim_prompt`` returns: the prompt cut to ``budget``
+        tokens of text, within the window that leaves room for ``max_new_tokens``."""
+        window = self.window_budget(max_new_tokens, margin)
+        wanted = window if budget is None else max(1, min(budget, window))
+        return self.build(prefix, suffix, wanted, limit=window, path=path)
+
+    def build(
+        self, prefix: str, suffix: str, budget: int, limit: int | None = None, path: str = ""
+    ) -> list[int]:
         """Token ids of the FIM prompt for text around the cursor, cut to ``budget``
-        tokens of text (see :func:`~lsp_server.model.families.assemble_prompt`); ``path``
-        names the file where the layout has a file header (its tokens count against the
-        budget)."""
+        tokens of text (see :func:`~lsp_server.model.families.assemble_prompt` and
+        :meth:`fit`); ``path`` names the file where the layout has a file header (its
+        tokens count against the budget and the limit)."""
         header = self.tokenizer.tokenize(path) if path and self.layout.file_header else []
-        prefix, suffix = self.fit(prefix, suffix, budget - len(header))
+        limit = budget if limit is None else limit
+        prefix, suffix = self.fit(
+            prefix, suffix, max(1, budget - len(header)), max(1, limit - len(header))
+        )
         return assemble_prompt(
             self.layout,
             self.tokens,
@@ -96,18 +129,30 @@ class PromptBuilder:
             header,
         )
 
-    def fit(self, prefix: str, suffix: str, budget: int) -> tuple[str, str]:
+    def fit(
+        self, prefix: str, suffix: str, budget: int, limit: int | None = None
+    ) -> tuple[str, str]:
         """Cut ``prefix``'s head and ``suffix``'s tail to ``budget`` tokens in all.
 
-        The budget is split ``1 - suffix_share`` prefix (3/4 by default) to
-        ``suffix_share`` suffix, and whatever one side does not need goes to the other. A
-        model without FIM gets the whole budget for the prefix.
+        Whole lines are kept, nearest the cursor first on both sides.  The budget is split
+        ``1 - suffix_share`` prefix (3/4 by default) to ``suffix_share`` suffix, and
+        whatever one side does not need goes to the other. A model without FIM gets the
+        whole budget for the prefix.  The cursor's own line (its part before the cursor,
+        and after it) is kept whole even beyond ``budget``, up to ``limit`` (the context
+        window; by default ``budget``): only a line longer than that is cut.
+
+        Only the text near the cursor is tokenized (:meth:`_tail_piece`), so a long file
+        costs no more than a short one.
         """
+        limit = budget if limit is None else limit
+        line_tokens = self._cursor_line_tokens(prefix, suffix)
+        budget = max(budget, min(limit, sum(line_tokens)))
         if not self.layout.has_fim:
-            return self._keep_tail(prefix, budget), ""
-        p_toks = self._tokenize_prefix(prefix)
-        s_toks = self._tokenize_suffix(suffix)
-        if len(p_toks) + len(s_toks) <= budget:
+            piece, toks, lines_before = self._tail_piece(prefix, budget)
+            return self._keep_tail(piece, budget, toks, lines_before), ""
+        p_piece, p_toks, lines_before = self._tail_piece(prefix, budget)
+        s_piece, s_toks = self._head_piece(suffix, budget)
+        if len(p_toks) + len(s_toks) <= budget:  # then both pieces are whole
             return prefix, suffix
         s_budget = int(budget * self.suffix_share)
         p_budget = budget - s_budget
@@ -117,10 +162,55 @@ class PromptBuilder:
         elif len(s_toks) < s_budget:
             p_budget += s_budget - len(s_toks)
             s_budget = len(s_toks)
+        # Each side's line at the cursor whole, before lines farther away on the other.
+        want_p, want_s = min(line_tokens[0], len(p_toks)), min(line_tokens[1], len(s_toks))
+        if s_budget < want_s <= budget - want_p:
+            p_budget, s_budget = budget - want_s, want_s
+        elif p_budget < want_p <= budget - want_s:
+            p_budget, s_budget = want_p, budget - want_p
         return (
-            self._keep_tail(prefix, p_budget, p_toks),
-            self._keep_head(suffix, s_budget, s_toks),
+            self._keep_tail(p_piece, p_budget, p_toks, lines_before),
+            self._keep_head(s_piece, s_budget, s_toks),
         )
+
+    # ------------------------------------------------------------ the text near the cursor
+
+    def _cursor_line_tokens(self, prefix: str, suffix: str) -> tuple[int, int]:
+        """Tokens of the cursor's line before the cursor, and after it (FIM only)."""
+        before = len(self._tokenize_prefix(last_line(prefix)))
+        after = len(self._tokenize_suffix(first_line(suffix))) if self.layout.has_fim else 0
+        return before, after
+
+    def _tail_piece(self, text: str, budget: int) -> tuple[str, list[int], int]:
+        """(piece, its tokens, line ends before it): the shortest tail of ``text`` that
+        starts at a line start and takes more than ``budget`` tokens, or all of it.
+
+        Every cut within ``budget`` tokens lies inside the piece (a candidate tail is
+        tokenized on its own), so cutting the piece is cutting the text.
+        """
+        chars = max(1, budget) * _CHARS_PER_TOKEN_GUESS
+        while True:
+            cut = last_line_start(text[: len(text) - chars]) if chars < len(text) else 0
+            piece = text[cut:]
+            toks = self._tokenize_prefix(piece)
+            if cut == 0 or len(toks) > budget:
+                return piece, toks, count_line_ends(text[:cut])
+            chars *= 4
+
+    def _head_piece(self, text: str, budget: int) -> tuple[str, list[int]]:
+        """(piece, its tokens): the shortest head of ``text`` that ends at a line end and
+        takes more than ``budget`` tokens, or all of it."""
+        chars = max(1, budget) * _CHARS_PER_TOKEN_GUESS
+        while True:
+            end = len(text)
+            if chars < len(text):
+                line_end = LINE_END_RE.search(text, chars)
+                end = line_end.end() if line_end is not None else len(text)
+            piece = text[:end]
+            toks = self._tokenize_suffix(piece)
+            if end == len(text) or len(toks) > budget:
+                return piece, toks
+            chars *= 4
 
     # ------------------------------------------------------------ cutting
 
@@ -148,8 +238,11 @@ class PromptBuilder:
             ends.append(min(max(pos, 0), len(data)))
         return ends
 
-    def _keep_tail(self, text: str, budget: int, toks: list[int] | None = None) -> str:
-        """Longest tail of ``text`` starting at a line start that takes <= budget tokens."""
+    def _keep_tail(
+        self, text: str, budget: int, toks: list[int] | None = None, lines_before: int = 0
+    ) -> str:
+        """Longest tail of ``text`` starting at a line start that takes <= budget tokens;
+        ``lines_before``: line ends before ``text`` in the prefix (for ``align_lines``)."""
         if budget <= 0 or not text:
             return ""
         toks = self._tokenize_prefix(text) if toks is None else toks
@@ -159,7 +252,7 @@ class PromptBuilder:
         starts = [0, *self._token_ends(toks, data)[:-1]]
         line_starts = [at for at in _line_end_bytes(text) if at < len(data)]
         for align in dict.fromkeys((self.align_lines, 1)):
-            for line, at in enumerate(line_starts, start=1):
+            for line, at in enumerate(line_starts, start=1 + lines_before):
                 if line % align or len(toks) - bisect_left(starts, at) > budget:
                     continue  # not aligned, or estimated too long: try the next line start
                 candidate = data[at:].decode("utf-8", errors="replace")

@@ -21,7 +21,7 @@ from . import gguf
 from .errors import ModelError
 from .families import FIM_KINDS
 
-__all__ = ["LlamaVocabulary"]
+__all__ = ["LlamaVocabulary", "tokenize_without_dummy_space"]
 
 #: The file's entries the vocabulary reads (``tokenizer.ggml.*``).
 _FILE_KEYS = ("tokenizer.ggml.pre", "tokenizer.ggml.token_type")
@@ -166,21 +166,36 @@ class LlamaVocabulary:
 
     def tokenize_infill(self, text: str) -> list[int]:
         """Tokenize without the dummy leading space (CodeLlama's ``encode_infilling``)."""
-        if not text or not self.space_prefix:
-            return self.tokenize(text)
-        want = text.encode("utf-8", errors="replace")
-        toks = self.tokenize("\n" + text)
-        acc = b""
-        for k, t in enumerate(toks):
-            acc += self._token_bytes[t]
-            if acc in (b"\n", b" \n"):
-                rest = toks[k + 1 :]
-                if self.detokenize(rest) == want:
-                    return rest
-                break
-            if len(acc) >= 2:
-                break
-        toks = self.tokenize(text)
-        if toks and self._token_bytes[toks[0]] == b" ":
-            return toks[1:]
-        return toks
+        return tokenize_without_dummy_space(
+            text, self.tokenize, self._token_bytes, self.space_prefix
+        )
+
+
+def tokenize_without_dummy_space(
+    text: str,
+    tokenize: Callable[[str], list[int]],
+    token_bytes: Sequence[bytes],
+    space_prefix: bool,
+) -> list[int]:
+    """``tokenize(text)`` without SentencePiece's dummy leading space, as CodeLlama's and
+    Mistral's reference code encode an infilling suffix: tokenize ``"\n" + text`` and drop
+    the line break's tokens, where that spells ``text`` exactly; else drop a lone leading
+    space token.  Any tokenizer (in process, or a server's) with the vocabulary's bytes."""
+    if not text or not space_prefix:
+        return tokenize(text)
+    want = text.encode("utf-8", errors="replace")
+    toks = tokenize("\n" + text)
+    acc = b""
+    for k, t in enumerate(toks):
+        acc += token_bytes[t]
+        if acc in (b"\n", b" \n"):
+            rest = toks[k + 1 :]
+            if b"".join(token_bytes[r] for r in rest) == want:
+                return rest
+            break
+        if len(acc) >= 2:
+            break
+    toks = tokenize(text)
+    if toks and token_bytes[toks[0]] == b" ":
+        return toks[1:]
+    return toks

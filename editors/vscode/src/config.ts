@@ -9,8 +9,20 @@ export const SECTION = 'fimlsp';
 export const MODES = ['constrained', 'unconstrained', 'checked'] as const;
 /** Values of the `lineMode` setting. */
 export const LINE_MODES = ['auto', 'single', 'multi'] as const;
-/** Target Python grammars. */
-export const PYTHON_VERSIONS = ['3.8', '3.9', '3.10', '3.11', '3.12', '3.13', '3.14', '3.15'] as const;
+/** Values of the `serverApi` setting. */
+export const SERVER_APIS = ['auto', 'llama.cpp', 'openai'] as const;
+/** Target Python grammars; `auto`: the project's (requires-python and so on). */
+export const PYTHON_VERSIONS = [
+  'auto',
+  '3.8',
+  '3.9',
+  '3.10',
+  '3.11',
+  '3.12',
+  '3.13',
+  '3.14',
+  '3.15',
+] as const;
 
 /**
  * The server's settings, keyed as the server reads them (camelCase).
@@ -33,6 +45,9 @@ export interface ServerSettings {
   maxDocumentChars: number;
   stayInside: boolean;
   witnessEnding: boolean;
+  apiKey: string | null;
+  serverApi: (typeof SERVER_APIS)[number];
+  modelVocab: string | null;
 }
 
 /** The server's own defaults (they match package.json's `contributes.configuration`). */
@@ -43,23 +58,26 @@ export const DEFAULTS: Readonly<ServerSettings> = Object.freeze({
   modelFile: null,
   gpuLayers: null,
   contextSize: 4096,
-  threads: 1,
+  threads: 0,
   maxTokens: 64,
   deadlineMs: 3000,
   topK: 50,
   mode: 'constrained',
   lineMode: 'auto',
-  pythonVersion: '3.15',
+  pythonVersion: 'auto',
   maxDocumentChars: 2_000_000,
   stayInside: true,
   witnessEnding: false,
+  apiKey: null,
+  serverApi: 'auto',
+  modelVocab: null,
 });
 
 /** Bounds the server accepts; a value outside is rejected by the server, so clamp it here. */
 const INT_LIMITS: Record<string, [number, number]> = {
   gpuLayers: [0, 100_000],
   contextSize: [256, 1 << 20],
-  threads: [1, 512],
+  threads: [0, 512],
   maxTokens: [1, 4096],
   deadlineMs: [50, 600_000],
   topK: [1, 1 << 20],
@@ -158,6 +176,9 @@ export function serverSettings(config: ConfigReader): ServerSettings {
     ),
     stayInside: boolean(config.get('stayInside'), DEFAULTS.stayInside),
     witnessEnding: boolean(config.get('witnessEnding'), DEFAULTS.witnessEnding),
+    apiKey: optionalString(config.get<unknown>('apiKey')),
+    serverApi: choice(config.get('serverApi'), SERVER_APIS, DEFAULTS.serverApi),
+    modelVocab: optionalString(config.get<unknown>('modelVocab')),
   };
 }
 

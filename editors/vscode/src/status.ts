@@ -8,7 +8,14 @@ export const STATUS_NOTIFICATION = 'fimlsp/status';
 export const SERVER_STATUS_REQUEST = 'fimlsp/serverStatus';
 
 /** The server's model states: `lsp_server.status.EngineState`, in the same order. */
-export const ENGINE_STATES = ['idle', 'loading', 'ready', 'error', 'disabled'] as const;
+export const ENGINE_STATES = [
+  'idle',
+  'loading',
+  'ready',
+  'error',
+  'disabled',
+  'unavailable',
+] as const;
 export type EngineState = (typeof ENGINE_STATES)[number];
 
 /** States of the extension's own: the process starting, not running, or turned off. */
@@ -47,6 +54,9 @@ export interface StatusParams {
   complete?: boolean;
   elapsedMs?: number;
   message?: string;
+  /** The target Python ("3.12") and where it came from (a file or the setting). */
+  target?: string;
+  targetOrigin?: string;
 }
 
 /**
@@ -74,7 +84,15 @@ export function parseStatus(raw: unknown): StatusParams {
     return {};
   }
   const out: StatusParams = {};
-  for (const key of ['uri', 'state', 'stopReason', 'lineMode', 'message'] as const) {
+  for (const key of [
+    'uri',
+    'state',
+    'stopReason',
+    'lineMode',
+    'message',
+    'target',
+    'targetOrigin',
+  ] as const) {
     const value = raw[key];
     if (typeof value === 'string') {
       out[key] = value;
@@ -159,6 +177,7 @@ const ICONS: Record<EngineState | ClientState, string> = {
   idle: '$(sparkle)',
   error: '$(error)',
   disabled: '$(circle-slash)',
+  unavailable: '$(debug-disconnect)',
   off: '$(circle-slash)',
   stopped: '$(debug-stop)',
 };
@@ -209,6 +228,8 @@ const LABELS: [keyof StatusParams, string, (v: never) => string][] = [
   ['complete', 'complete', (v: boolean) => (v ? 'yes' : 'no')],
   ['elapsedMs', 'elapsed', (v: number) => `${round(v, 1)} ms`],
   ['message', 'message', (v: string) => v],
+  ['target', 'target Python', (v: string) => v],
+  ['targetOrigin', 'target from', (v: string) => v],
 ];
 
 /** The tooltip: the state, its message, every figure of the last completion, the click. */
@@ -233,5 +254,5 @@ export function statusTooltip(view: StatusView, enabled: boolean): string {
 
 /** Whether the state is a problem the status bar should colour. */
 export function isError(view: StatusView): boolean {
-  return view.state === 'error' || view.state === 'stopped';
+  return view.state === 'error' || view.state === 'stopped' || view.state === 'unavailable';
 }

@@ -66,7 +66,7 @@ Other engines, from their documentation and source:
 
 from __future__ import annotations
 
-from .client import LLAMA_CPP, OPENAI, CompletionStream, ServerApi, ServerClient
+from .client import LLAMA_CPP, OPENAI, SERVER_APIS, CompletionStream, ServerApi, ServerClient
 from .completions import Candidate, Completion, CompletionEnd, Step
 from .errors import (
     ServerAuthError,
@@ -79,17 +79,19 @@ from .errors import (
 )
 from .http import HttpClient, ServerAddress, Stopped, parse_server_url
 from .retry import Backoff, ServerAvailability
-from .vocab import ServerVocab, load_local_vocab
+from .vocab import LocalVocabulary, ServerVocab, load_local_vocab
 
 __all__ = [
     "LLAMA_CPP",
     "OPENAI",
+    "SERVER_APIS",
     "Backoff",
     "Candidate",
     "Completion",
     "CompletionEnd",
     "CompletionStream",
     "HttpClient",
+    "LocalVocabulary",
     "ServerAddress",
     "ServerApi",
     "ServerAuthError",

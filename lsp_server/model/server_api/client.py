@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from .completions import (
     Completion,
@@ -28,11 +28,21 @@ from .errors import ServerError, ServerHTTPError, ServerProtocolError
 from .http import Cancel, HttpClient, Stopped
 from .vocab import ServerVocab, vocab_from_server_answers
 
-__all__ = ["LLAMA_CPP", "OPENAI", "CompletionStream", "ServerApi", "ServerClient"]
+__all__ = [
+    "LLAMA_CPP",
+    "OPENAI",
+    "SERVER_APIS",
+    "CompletionStream",
+    "ServerApi",
+    "ServerClient",
+    "incomplete_utf8_tail",
+]
 
 LLAMA_CPP = "llama.cpp"
 OPENAI = "openai"
 ServerApi = Literal["auto", "llama.cpp", "openai"]
+#: The values of ``ServerApi`` (the ``serverApi`` setting).
+SERVER_APIS: tuple[ServerApi, ...] = get_args(ServerApi)
 
 # llama.cpp's stop types, and OpenAI's finish reasons in the same words.
 _FINISH = {"stop": "eos", "length": "limit", "eos": "eos", "limit": "limit", "word": "word"}
@@ -49,7 +59,7 @@ def _utf8_length(lead: int) -> int:
     return 1
 
 
-def _incomplete_utf8_tail(data: bytes) -> bool:
+def incomplete_utf8_tail(data: bytes) -> bool:
     """Whether llama-server holds ``data`` back as ending inside a character: a lead byte
     among the last four with fewer bytes after it than its character needs (its
     ``validate_utf8``, which looks past other bytes, valid or not)."""
@@ -158,7 +168,7 @@ class ServerClient:
         connect_timeout: float = 5.0,
         read_timeout: float = 60.0,
     ) -> None:
-        if server_api not in ("auto", LLAMA_CPP, OPENAI):
+        if server_api not in SERVER_APIS:
             raise ValueError(
                 f"serverApi must be 'auto', 'llama.cpp' or 'openai', not {server_api!r}"
             )
@@ -612,7 +622,7 @@ class ServerClient:
         entry_iter = iter(entries)
         for position, piece in enumerate(pieces):
             text += piece
-            if _incomplete_utf8_tail(text):
+            if incomplete_utf8_tail(text):
                 pending += 1
                 continue
             entry = next(entry_iter, None)

@@ -76,7 +76,10 @@ class ServerAddress:
 
 
 def parse_server_url(url: str) -> ServerAddress:
-    """``http://host:port[/prefix]`` or ``https://...``; ValueError says what is wrong."""
+    """``http://host:port[/prefix]`` or ``https://...``; ValueError says what is wrong.
+
+    A trailing ``/v1`` is dropped: OpenAI clients are given base URLs that end in it, and
+    the client adds it to the OpenAI paths itself."""
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https"):
         raise ValueError(f"server URL {url!r} must start with http:// or https://")
@@ -88,7 +91,8 @@ def parse_server_url(url: str) -> ServerAddress:
         raise ValueError(f"server URL {url!r} has a bad port: {exc}") from exc
     if parts.query or parts.fragment:
         raise ValueError(f"server URL {url!r} must not have a query or fragment")
-    return ServerAddress(parts.scheme, parts.hostname, port, parts.path.rstrip("/"))
+    prefix = parts.path.rstrip("/").removesuffix("/v1")
+    return ServerAddress(parts.scheme, parts.hostname, port, prefix)
 
 
 def _error_message(body: bytes) -> str:

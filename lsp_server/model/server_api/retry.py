@@ -35,7 +35,10 @@ class Backoff:
 
     def delay(self, failures: int, rng: Callable[[], float] = random.random) -> float:
         """The wait after the ``failures``-th failure in a row (1 for the first)."""
-        base = min(self.maximum, self.initial * self.factor ** max(0, failures - 1))
+        try:
+            base = min(self.maximum, self.initial * self.factor ** max(0, failures - 1))
+        except OverflowError:  # far past the maximum (a failure that waits longest)
+            base = self.maximum
         return base * (1.0 + self.jitter * rng())
 
 

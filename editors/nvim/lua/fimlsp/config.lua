@@ -79,16 +79,19 @@ M.server_settings = {
     return v == nil or v == vim.NIL or v == -1 or int_in(0, 100000)(v), "-1 (all) or 0..100000"
   end,
   contextSize = int_in(256, 1048576),
-  threads = int_in(1, 512),
+  threads = int_in(0, 512),
   maxTokens = int_in(1, 4096),
   deadlineMs = int_in(50, 600000),
   topK = int_in(1, 1048576),
   mode = one_of("constrained", "unconstrained", "checked"),
   lineMode = one_of("auto", "single", "multi"),
-  pythonVersion = one_of("3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15"),
+  pythonVersion = one_of("auto", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15"),
   maxDocumentChars = int_in(1, 2147483648),
   stayInside = boolean,
   witnessEnding = boolean,
+  apiKey = optional_string,
+  serverApi = one_of("auto", "llama.cpp", "openai"),
+  modelVocab = optional_string,
 }
 
 --- Problems with server settings, as readable lines (empty when all is well).

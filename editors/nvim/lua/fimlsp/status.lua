@@ -14,7 +14,7 @@ M.NOTIFICATION = "fimlsp/status"
 M.SERVER_STATUS = "fimlsp/serverStatus"
 
 --- The server's model states (`lsp_server.status.EngineState`, in the same order).
-M.ENGINE_STATES = { "idle", "loading", "ready", "error", "disabled" }
+M.ENGINE_STATES = { "idle", "loading", "ready", "error", "disabled", "unavailable" }
 
 --- Why a completion request ended (`lsp_server.status.StopReason`, in the same order).
 M.STOP_REASONS = {

@@ -63,6 +63,7 @@ describe('serverSettings', () => {
   test('every server key is sent, camelCase, and nothing else', () => {
     const sent = serverSettings(readerFromObject({ 'server.command': 'x', 'trace.server': 'off' }));
     assert.deepEqual(Object.keys(sent).sort(), [
+      'apiKey',
       'contextSize',
       'deadlineMs',
       'enable',
@@ -74,7 +75,9 @@ describe('serverSettings', () => {
       'model',
       'modelFile',
       'modelRepo',
+      'modelVocab',
       'pythonVersion',
+      'serverApi',
       'stayInside',
       'threads',
       'topK',
@@ -99,6 +102,9 @@ describe('serverSettings', () => {
         maxDocumentChars: 1000,
         stayInside: false,
         witnessEnding: true,
+        apiKey: 'sekrit',
+        serverApi: 'openai',
+        modelVocab: '/models/qwen-vocab.gguf',
       }),
     );
     assert.deepEqual(settings, {
@@ -118,6 +124,9 @@ describe('serverSettings', () => {
       maxDocumentChars: 1000,
       stayInside: false,
       witnessEnding: true,
+      apiKey: 'sekrit',
+      serverApi: 'openai',
+      modelVocab: '/models/qwen-vocab.gguf',
     });
   });
 
@@ -155,7 +164,7 @@ describe('serverSettings', () => {
     const settings = serverSettings(
       readerFromObject({
         contextSize: 10,
-        threads: 0,
+        threads: -2,
         maxTokens: 100000,
         deadlineMs: 12.4,
         topK: -3,
@@ -163,7 +172,7 @@ describe('serverSettings', () => {
       }),
     );
     assert.equal(settings.contextSize, 256);
-    assert.equal(settings.threads, 1);
+    assert.equal(settings.threads, 0);
     assert.equal(settings.maxTokens, 4096);
     assert.equal(settings.deadlineMs, 50);
     assert.equal(settings.topK, 1);
@@ -187,8 +196,13 @@ describe('serverSettings', () => {
 
   test('pythonVersion written as a number', () => {
     assert.equal(serverSettings(readerFromObject({ pythonVersion: 3.9 })).pythonVersion, '3.9');
-    // 3.10 as a JSON number is 3.1: not a version.
-    assert.equal(serverSettings(readerFromObject({ pythonVersion: 3.1 })).pythonVersion, '3.15');
+    // 3.10 as a JSON number is 3.1: not a version, so the default (the project's).
+    assert.equal(serverSettings(readerFromObject({ pythonVersion: 3.1 })).pythonVersion, 'auto');
+  });
+
+  test('pythonVersion auto is passed on', () => {
+    assert.equal(serverSettings(readerFromObject({ pythonVersion: 'auto' })).pythonVersion, 'auto');
+    assert.equal(DEFAULTS.pythonVersion, 'auto');
   });
 });
 

@@ -119,6 +119,17 @@ describe('applyStatus', () => {
     });
     assert.equal(statusText(none), '$(sparkle) fimlsp: nothing fits');
     assert.match(statusTooltip(none, true), /no text at the cursor can connect/);
+    const newer = applyStatus(ready(), {
+      state: 'ready',
+      stopReason: 'no_middle_fits',
+      message: 'line 2 uses syntax from Python 3.14, newer than the target Python 3.12',
+      target: '3.12',
+      targetOrigin: 'requires-python >=3.12 in /work/app/pyproject.toml',
+    });
+    const tooltip = statusTooltip(newer, true);
+    assert.match(tooltip, /line 2 uses syntax from Python 3.14/);
+    assert.match(tooltip, /target Python: 3.12/);
+    assert.match(tooltip, /target from: requires-python >=3.12 in \/work\/app\/pyproject.toml/);
     const large = applyStatus(ready(), { state: 'ready', stopReason: 'too_large' });
     assert.equal(statusText(large), '$(sparkle) fimlsp: file too large');
   });

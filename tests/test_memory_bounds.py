@@ -1,0 +1,109 @@
+"""The parser's caches that grew with everything a server ever parsed are bounded.
+
+* The Earley automata intern every item set they meet: past
+  ``Recognizer.max_states`` states a new generation starts (forward and backward
+  parsers alike), old states keep working, and quotient builders move over.
+* The backward parses kept for their step memo are bounded by the charts they hold,
+  not only by their number.
+
+(``bench/memory_growth.py`` measures the server's resident memory over change
+storms; these tests check the mechanisms with small bounds.)
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+
+import pytest
+
+from quotient_parser import suffix
+from quotient_parser.quotient import QuotientBuilder
+from quotient_parser.recognizer import Recognizer
+
+SOURCES = [
+    "def f(x):\n    return [y for y in x if y]\n",
+    "class A(B, metaclass=M):\n    x: int = 1\n    async def g(self): await h()\n",
+    "with open(p) as f, open(q) as g:\n    data = {k: v for k, v in zip(f, g)}\n",
+    "try:\n    x = a @ b ** -c\nexcept (E, F) as e:\n    raise G from e\nfinally:\n    del x\n",
+    "match p:\n    case {'k': [1, *rest]} if rest:\n        pass\n"
+    "    case Point(x=0):\n        pass\n",
+    "lambda *a, b=1, **k: (yield from a) if b else not k\n",
+]
+
+
+@pytest.fixture
+def small_automata(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fresh automata (whatever earlier tests taught them), bounded a few dozen states
+    past what they hold."""
+    monkeypatch.setattr(Recognizer, "max_states", -1)  # the next Recognizer is a new one
+    fresh = Recognizer("3.12").automaton.n_states
+    suffix._reversed_automaton((3, 12))
+    monkeypatch.setattr(Recognizer, "max_states", fresh + 30)
+    yield
+
+
+def test_a_new_generation_past_the_bound(small_automata: None) -> None:
+    first = Recognizer("3.12")
+    held = first.initial().feed("x = [")
+    for source in SOURCES:
+        first.initial().feed(source)
+    assert first.automaton.n_states > Recognizer.max_states
+    second = Recognizer("3.12")
+    assert second is not first and second.automaton is not first.automaton
+    assert Recognizer("3.12") is second  # until the new one fills up in turn
+    # An old state goes on in its own generation, with its own answers.
+    assert held.recognizer is first
+    assert held.feed("1]\n").complete and not held.feed("1)\n").viable
+    for source in SOURCES:
+        assert second.recognize(source), source
+
+
+def test_quotient_builders_move_to_the_new_generation(small_automata: None) -> None:
+    builder = QuotientBuilder("3.12")
+    old = builder.recognizer
+    quotient = builder.build("def f(x):\n    return (x +", ")\n")
+    assert quotient.initial.feed(" 1").complete
+    for source in SOURCES:
+        old.initial().feed(source)
+    quotient = builder.build("def f(x):\n    return (x +", ")\n")
+    assert builder.recognizer is not old and builder.recognizer.version == old.version
+    assert quotient.initial.feed(" 1").complete and not quotient.initial.feed(" 1 2").viable
+
+
+def test_an_old_generation_is_freed_once_nothing_holds_it(small_automata: None) -> None:
+    """No cache (yield tables, chart distances, finish analyses) keeps it alive."""
+    builder = QuotientBuilder("3.12")
+    quotient = builder.build("def f(x):\n    return (x +", ")\n")
+    state = quotient.initial.feed(" 1")
+    assert state.complete and state.distance() == 0
+    assert quotient.initial.distance() > 0 and quotient.initial.witness().text is not None
+    old = weakref.ref(builder.recognizer.automaton)
+    for source in SOURCES:
+        builder.recognizer.initial().feed(source)
+    del quotient, state
+    quotient = builder.build("def f(x):\n    return (x +", ")\n")
+    assert quotient.initial.distance() > 0 and quotient.initial.witness().text is not None
+    for _ in range(3):  # what dropped weak keys held may be cycles of their own
+        gc.collect()
+    assert old() is None
+
+
+def test_the_backward_parser_has_generations(small_automata: None) -> None:
+    automaton = suffix._reversed_automaton((3, 12))[0]
+    for source in SOURCES:
+        assert suffix.right_context_can_end_module(source, (3, 12))
+    if automaton.n_states > Recognizer.max_states:
+        assert suffix._reversed_automaton((3, 12))[0] is not automaton
+    assert suffix.right_context_can_end_module(") + 1\n", (3, 12))
+    assert not suffix.right_context_can_end_module("x = 1\ny = ) +\n", (3, 12))
+
+
+def test_recent_backward_parses_are_bounded_by_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(suffix, "MAX_RECENT_CHARTS", 200)
+    long_right = "x = 1\n" * 100  # 400 symbols
+    for k in range(4):
+        assert suffix.right_context_can_end_module(f"y{k} = 2\n" + long_right, (3, 12))
+        assert sum(map(len, suffix._RECENT_PARSES)) <= 200 + 200  # the newest may fill up
+    assert len(suffix._RECENT_PARSES) <= 2
