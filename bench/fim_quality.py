@@ -4,7 +4,8 @@ Usage::
 
     python -m bench.fim_quality [PATHS...] [--model SPEC] [--cuts boundary|randspan|both]
         [--n N] [--seed S] [--max-tokens N] [--target X.Y] [--oracle PYTHON] [--json]
-        [--no-token-healing] [--heal-compare] [--closing-share X] [--jobs N]
+        [--no-token-healing] [--heal-compare] [--no-steering] [--witness-ending]
+        [--no-stay-inside] [--inside-compare] [--budgets N...] [--jobs N]
 
 The cuts are those of ``bench.quotient_check`` (``--n`` of each kind, each from a file
 picked uniformly; PATHS default to the running interpreter's standard library): the
@@ -27,11 +28,27 @@ Timings: before the three modes run, the cut's prompt is evaluated once (its tim
 ``prompt_ms``), so each mode finds it in the model's KV cache and ``total_ms`` compares
 quotient construction plus decoding.  The parser time per token is the time the
 constrained loop spent in the quotient (viability of candidates and completeness checks)
-for one generated token.
+for one generated token; the time steering spent on top of it (distances, the candidates
+it weighed) is reported beside it.  The distance's per-terminal tables are built before
+the first cut (``YieldTables.warm_up``), as a running server has them.
 
 ``--heal-compare`` also runs constrained decoding with token healing switched the other
 way on the boundary cuts, whose cursor usually sits inside a word, and reports both
 success counts.
+
+Steering (``lsp_server/decoding/steering.py``) is on unless ``--no-steering``; the
+constrained figures count the successes steering had a hand in (a token chosen by it),
+the stops where it brought the middle to a finish, witness endings (only with
+``--witness-ending``; the rest are *model-written*), the cuts where a token came from
+further down the ranking than the top k, and the mean length-normalised
+log-probability of the middles returned.  ``stayInside`` is on unless
+``--no-stay-inside``; ``--inside-compare`` runs constrained decoding with it switched
+the other way too and reports how often the answer changes, whether both parse, and
+how many true middles stay inside.
+
+``--budgets 8 16 32 64`` adds a sweep: on the same cuts, each of those token budgets
+with the three modes and with constrained decoding without steering (success counts
+per budget; the plot of ``bench.report``).
 """
 
 from __future__ import annotations
@@ -43,7 +60,7 @@ import shutil
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -66,7 +83,11 @@ from lexer.version import TargetVersion
 from lsp_server.decoding import Completion, DecodeOptions, build_prompt, generate
 from lsp_server.model import Backend, FimModel, ModelError, open_model
 from lsp_server.modes import MODES
-from quotient_parser.quotient import QuotientBuilder
+from quotient_parser.quotient import Quotient, QuotientBuilder
+from quotient_parser.yields import yield_tables
+
+#: The sweep's variants: the three modes, and constrained decoding without steering.
+SWEEP_VARIANTS = (*MODES, "constrained_unsteered")
 
 # --------------------------------------------------------------------------- one cut
 
@@ -84,6 +105,12 @@ class Run:
     generate_ms: float
     quotient_ms: float | None
     parser_us: list[float]
+    steer_us: list[float] = field(default_factory=list)
+    steered: int = 0
+    rescued: int = 0
+    witness: str = ""
+    inside_fallback: bool = False
+    mean_logprob: float | None = None
     success: bool = False
     verdict: str = ""  # the oracle's words when it rejects (or gave no answer)
 
@@ -99,6 +126,12 @@ class Run:
             generate_ms=c.timings.generate_ms or 0.0,
             quotient_ms=c.timings.quotient_ms,
             parser_us=list(c.parser_us),
+            steer_us=list(c.steer_us),
+            steered=c.steered,
+            rescued=c.rescued,
+            witness=c.witness,
+            inside_fallback=c.inside_fallback,
+            mean_logprob=c.mean_logprob,
         )
 
     @property
@@ -116,6 +149,12 @@ class CaseResult:
     runs: dict[str, Run] = field(default_factory=dict)
     #: constrained with token healing on and off (--heal-compare, boundary cuts)
     heal: dict[Literal["on", "off"], Run] = field(default_factory=dict)
+    #: constrained with stayInside on and off (--inside-compare)
+    inside: dict[Literal["on", "off"], Run] = field(default_factory=dict)
+    #: whether the true middle stays inside the construct at the cursor (--inside-compare)
+    true_stays_inside: bool | None = None
+    #: per token budget, per variant of SWEEP_VARIANTS (--budgets)
+    sweep: dict[int, dict[str, Run]] = field(default_factory=dict)
     error: str | None = None
 
     def ok(self, mode: str) -> bool:
@@ -127,6 +166,8 @@ class Config:
     options: DecodeOptions
     target: TargetVersion
     heal_compare: bool = False
+    inside_compare: bool = False
+    budgets: tuple[int, ...] = ()
 
 
 class CaseRunner:
@@ -136,6 +177,10 @@ class CaseRunner:
         self.model = model
         self.oracle = oracle
         self.cfg = cfg
+        # The distance's per-terminal tables outside the timings, as a long-running
+        # server has them after its first requests (otherwise built on first use).
+        recognizer = QuotientBuilder(cfg.target).recognizer
+        yield_tables(recognizer.grammar, recognizer.automaton).warm_up()
 
     def _prime(self, left: str, right: str, options: DecodeOptions) -> tuple[float, int]:
         """Evaluate the prompt these options give into the KV cache, generating nothing;
@@ -163,15 +208,47 @@ class CaseRunner:
                 same, flipped = result.runs["constrained"], self._complete(left, right, other)
                 result.heal = {"on": same, "off": flipped} if opts.token_healing else {
                     "on": flipped, "off": same}  # fmt: skip
+            if self.cfg.inside_compare:
+                self._inside(result, left, right)
+            for budget in self.cfg.budgets:
+                result.sweep[budget] = self._sweep(result, left, right, budget)
         except ModelError as exc:
             result.error = str(exc)
             return result
-        runs = [*result.runs.values(), *result.heal.values()]
+        runs = [*result.runs.values(), *result.heal.values(), *result.inside.values()]
+        runs += [run for variants in result.sweep.values() for run in variants.values()]
         verdicts = self.oracle.check_many([left + r.middle + right for r in runs])
         for r, verdict in zip(runs, verdicts):
             r.success = verdict.ok is True
             r.verdict = "" if r.success else verdict.describe()
         return result
+
+    def _inside(self, result: CaseResult, left: str, right: str) -> None:
+        """Constrained decoding with stayInside switched the other way, and whether the
+        true middle stays inside."""
+        opts = self.cfg.options
+        other = replace(opts, mode="constrained", stay_inside=not opts.stay_inside)
+        same, flipped = result.runs["constrained"], self._complete(left, right, other)
+        result.inside = {"on": same, "off": flipped} if opts.stay_inside else {
+            "on": flipped, "off": same}  # fmt: skip
+        inside = Quotient(left, right, self.cfg.target, stay_inside=True)
+        result.true_stays_inside = inside.initial.feed(result.cut.middle).complete
+
+    def _sweep(self, result: CaseResult, left: str, right: str, budget: int) -> dict[str, Run]:
+        """Every variant of the sweep at one token budget (the main runs where they are
+        the same)."""
+        opts = replace(self.cfg.options, max_tokens=budget)
+        runs: dict[str, Run] = {}
+        for variant in SWEEP_VARIANTS:
+            if variant in result.runs and budget == self.cfg.options.max_tokens:
+                runs[variant] = replace(result.runs[variant])  # a copy: judged again
+                continue
+            if variant == "constrained_unsteered":
+                options = replace(opts, mode="constrained", steer=False)
+            else:
+                options = replace(opts, mode=variant)  # type: ignore[arg-type]
+            runs[variant] = self._complete(left, right, options)
+        return runs
 
 
 # --------------------------------------------------------------------------- report
@@ -201,6 +278,7 @@ class Report:
     seed: int
     options: DecodeOptions
     heal_compare: bool
+    inside_compare: bool = False
     files_used: int = 0
     files_skipped: int = 0
     results: list[CaseResult] = field(default_factory=list)
@@ -226,6 +304,7 @@ class Report:
             "total_ms": round(sum(x.total_ms for x in runs), 1),
             "generate_ms": round(gen_ms, 1),
             "stop_reasons": dict(Counter(x.stop_reason for x in runs).most_common()),
+            **(_steering_figures(runs) if mode == "constrained" else {}),
         }
 
     def table(self) -> dict[str, dict[str, int]]:
@@ -259,6 +338,54 @@ class Report:
             "exact_match_without_healing": sum(r.heal["off"].middle == r.cut.middle for r in cases),
         }
 
+    def inside_stats(self) -> dict[str, object] | None:
+        """stayInside on against off: how often the answer changes, and whether it parses."""
+        if not self.inside_compare:
+            return None
+        cases = [r for r in self.done if r.inside]
+        on = [r.inside["on"] for r in cases]
+        off = [r.inside["off"] for r in cases]
+        return {
+            "cuts": len(cases),
+            "answers_changed": sum(a.middle != b.middle for a, b in zip(on, off)),
+            "success_staying_inside": sum(a.success for a in on),
+            "success_not_staying_inside": sum(b.success for b in off),
+            "claimed_but_invalid_staying_inside": sum(a.claimed_but_invalid for a in on),
+            "fallbacks": sum(a.inside_fallback for a in on),
+            "exact_match_staying_inside": sum(a.middle == r.cut.middle for a, r in zip(on, cases)),
+            "exact_match_not_staying_inside": sum(
+                b.middle == r.cut.middle for b, r in zip(off, cases)
+            ),
+            "true_middle_stays_inside": sum(r.true_stays_inside is True for r in cases),
+        }
+
+    def sweep_stats(self) -> dict[str, object] | None:
+        """Per token budget, for each of SWEEP_VARIANTS (--budgets): successes, exact
+        matches, witness endings, and the mean length-normalised log-probability."""
+        budgets = sorted({b for r in self.done for b in r.sweep})
+        if not budgets:
+            return None
+        cases = [r for r in self.done if r.sweep]
+
+        def per_budget(
+            figure: Callable[[list[Run], list[CaseResult]], object],
+        ) -> dict[str, list[object]]:
+            return {
+                variant: [figure([r.sweep[b][variant] for r in cases], cases) for b in budgets]
+                for variant in SWEEP_VARIANTS
+            }
+
+        return {
+            "budgets": budgets,
+            "cases": len(cases),
+            "success": per_budget(lambda runs, _: sum(x.success for x in runs)),
+            "exact_match": per_budget(
+                lambda runs, cs: sum(x.middle == r.cut.middle for x, r in zip(runs, cs))
+            ),
+            "witness_endings": per_budget(lambda runs, _: sum(bool(x.witness) for x in runs)),
+            "mean_logprob": per_budget(lambda runs, _: _mean_logprob(runs)),
+        }
+
     def to_dict(self, details: bool = False) -> dict[str, object]:
         out: dict[str, object] = {
             **self._setup(),
@@ -267,6 +394,8 @@ class Report:
             **{mode: self._mode(mode) for mode in MODES},
             **self._timings(),
             "token_healing_compare": self.heal_stats(),
+            "stay_inside_compare": self.inside_stats(),
+            "budget_sweep": self.sweep_stats(),
             "elapsed_s": round(self.elapsed_s, 1),
         }
         if details:
@@ -293,7 +422,10 @@ class Report:
             "top_k": opts.top_k,
             "temperature": opts.temperature,
             "token_healing": opts.token_healing,
-            "closing_share": opts.closing_share,
+            "steering": opts.steer,
+            "witness_ending": opts.witness_ending,
+            "stay_inside": opts.stay_inside,
+            "further_down": opts.further_down,
         }
 
     def _cases(self) -> dict[str, object]:
@@ -317,6 +449,8 @@ class Report:
         constrained = [r.runs["constrained"] for r in done]
         unconstrained = [r.runs["unconstrained"] for r in done]
         parser = [us for run in constrained for us in run.parser_us]
+        steer = [us for run in constrained for us in run.steer_us]
+        both = [us + steer for run in constrained for us, steer in zip(run.parser_us, run.steer_us)]
         quotient = [q for run in constrained if (q := run.quotient_ms) is not None]
         c_ms, u_ms = (sum(run.total_ms for run in runs) for runs in (constrained, unconstrained))
         c_gen, u_gen = (
@@ -327,6 +461,11 @@ class Report:
             "parser_us_per_token_median": _stat(parser, 50),
             "parser_us_per_token_p90": _stat(parser, 90),
             "parser_us_per_token_p99": _stat(parser, 99),
+            "steer_samples": len(steer),
+            "steer_us_per_token_median": _stat(steer, 50),
+            "steer_us_per_token_p90": _stat(steer, 90),
+            "steer_us_per_token_p99": _stat(steer, 99),
+            "parser_and_steer_us_per_token_p99": _stat(both, 99),
             "quotient_ms_median": _stat(quotient, 50),
             "quotient_ms_p90": _stat(quotient, 90),
             "prompt_ms_median": _stat([r.prompt_ms for r in done], 50),
@@ -370,7 +509,10 @@ class Report:
             f"skipped); cuts: {' + '.join(f'{v} {k}' for k, v in by_kind.items())}; "
             f"seed {self.seed}",
             f"max {opts.max_tokens} tokens, top-k {opts.top_k}, temperature {opts.temperature}"
-            f", token healing {'on' if opts.token_healing else 'off'}; {d['elapsed_s']} s",
+            f", token healing {'on' if opts.token_healing else 'off'}, steering "
+            f"{'on' if opts.steer else 'off'}, witness endings "
+            f"{'on' if opts.witness_ending else 'off'}, stayInside "
+            f"{'on' if opts.stay_inside else 'off'}; {d['elapsed_s']} s",
         ]
 
     def _summary_table(self) -> list[str]:
@@ -401,6 +543,16 @@ class Report:
                 f"{m['claimed_success_but_invalid']} claimed but invalid; "
                 f"{m['tokens']} tokens at {m['tokens_per_s']} tok/s; stops {m['stop_reasons']}"
             )
+        c = d["constrained"]
+        assert isinstance(c, dict)
+        lines.append(
+            f"  {'':<14}steering in {c['steered_successes']} successes ({c['steered_stops']} "
+            f"steered stops), {c['witness_endings']} witness endings, "
+            f"{c['model_written_successes']} model-written successes, further down in "
+            f"{c['rescued_cuts']} cuts ({c['rescued_successes']} successes), "
+            f"{c['stay_inside_fallbacks']} stayInside fallbacks; mean log-probability "
+            f"{c['mean_logprob']} per token"
+        )
         return lines
 
     @staticmethod
@@ -428,6 +580,28 @@ class Report:
                 f"{heal['constrained_success_with_healing']} with healing, "
                 f"{heal['constrained_success_without_healing']} without"
             )
+        lines.append(
+            f"  steering           {num('steer_us_per_token_median')} us median, "
+            f"{num('steer_us_per_token_p99')} p99 per token on top of the parser's; both "
+            f"together {num('parser_and_steer_us_per_token_p99')} p99"
+        )
+        inside = d["stay_inside_compare"]
+        if isinstance(inside, dict):
+            lines.append(
+                f"  stayInside         {inside['cuts']} cuts: answer changed in "
+                f"{inside['answers_changed']}; parse {inside['success_staying_inside']} "
+                f"staying inside, {inside['success_not_staying_inside']} not; "
+                f"{inside['fallbacks']} fallbacks; true middle inside in "
+                f"{inside['true_middle_stays_inside']}"
+            )
+        sweep = d["budget_sweep"]
+        if isinstance(sweep, dict):
+            lines.append(f"  budget sweep       {sweep['cases']} cuts, budgets {sweep['budgets']}:")
+            for variant, counts in sweep["success"].items():
+                lines.append(
+                    f"    {variant:<24}success {counts}, exact {sweep['exact_match'][variant]}, "
+                    f"mean log-probability {sweep['mean_logprob'][variant]}"
+                )
         errors = d["errors"]
         if isinstance(errors, list) and errors:
             lines.append(f"  errors             {len(errors)} cuts: {errors[0]}")
@@ -442,6 +616,31 @@ class Report:
                 mark = "✓" if run.success else "✗"
                 lines.append(f"      {mode:<14}{mark} {run.middle!r} ({run.stop_reason})")
         return lines
+
+
+def _steering_figures(runs: Sequence[Run]) -> dict[str, object]:
+    """What steering, witness endings, looking further down and stayInside did."""
+    successes = [x for x in runs if x.success]
+    return {
+        "steered_successes": sum(x.steered > 0 for x in successes),
+        "model_written_share": (
+            round(sum(not x.witness for x in successes) / len(successes), 4) if successes else None
+        ),
+        "steered_stops": sum(x.stop_reason == "steered" for x in runs),
+        "witness_endings": sum(bool(x.witness) for x in runs),
+        "model_written_successes": sum(not x.witness for x in successes),
+        "rescued_cuts": sum(x.rescued > 0 for x in runs),
+        "rescued_successes": sum(x.rescued > 0 for x in successes),
+        "stay_inside_fallbacks": sum(x.inside_fallback for x in runs),
+        "mean_logprob": _mean_logprob(runs),
+        "mean_logprob_middles": sum(x.mean_logprob is not None and bool(x.middle) for x in runs),
+    }
+
+
+def _mean_logprob(runs: Sequence[Run]) -> float | None:
+    """The mean, over the non-empty middles returned, of their log-probability per token."""
+    scores = [x.mean_logprob for x in runs if x.middle and x.mean_logprob is not None]
+    return round(sum(scores) / len(scores), 4) if scores else None
 
 
 def _case_dict(r: CaseResult) -> dict[str, object]:
@@ -463,8 +662,21 @@ def _case_dict(r: CaseResult) -> dict[str, object]:
                 "healed": run.healed,
                 "total_ms": round(run.total_ms, 1),
                 "verdict": run.verdict,
+                "steered": run.steered,
+                "rescued": run.rescued,
+                "witness": run.witness,
+                "inside_fallback": run.inside_fallback,
+                "mean_logprob": None if run.mean_logprob is None else round(run.mean_logprob, 4),
             }
             for mode, run in r.runs.items()
+        },
+        "stay_inside_off": None
+        if not r.inside
+        else {"middle": r.inside["off"].middle, "success": r.inside["off"].success},
+        "true_stays_inside": r.true_stays_inside,
+        "sweep": {
+            str(budget): {variant: run.success for variant, run in runs.items()}
+            for budget, runs in r.sweep.items()
         },
     }
 
@@ -569,12 +781,35 @@ def add_decoding_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-k", type=int, default=50, metavar="K")
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument(
-        "--closing-share",
-        type=float,
-        default=DecodeOptions.closing_share,
-        metavar="X",
-        help="share of --max-tokens after which constrained decoding closes the middle "
-        "(0: never; see lsp_server.decoding)",
+        "--no-steering",
+        action="store_true",
+        help="constrained decoding follows the model to the end of the budget "
+        "(see lsp_server/decoding/steering.py)",
+    )
+    p.add_argument(
+        "--witness-ending",
+        action="store_true",
+        help="a middle the model cannot finish within the budget ends with the shortest "
+        "finish the quotient finds",
+    )
+    p.add_argument(
+        "--no-stay-inside",
+        action="store_true",
+        help="middles may leave the bracket, string or block open at the cursor",
+    )
+    p.add_argument(
+        "--inside-compare",
+        action="store_true",
+        help="also run constrained decoding with stayInside switched the other way",
+    )
+    p.add_argument(
+        "--budgets",
+        type=int,
+        nargs="+",
+        default=[],
+        metavar="N",
+        help="a sweep: success of each mode, and of constrained decoding without "
+        "steering, at each of these token budgets",
     )
     p.add_argument(
         "--no-token-healing",
@@ -643,7 +878,9 @@ def decode_options(args: argparse.Namespace) -> DecodeOptions:
         temperature=args.temperature,
         seed=args.seed,
         token_healing=not args.no_token_healing,
-        closing_share=args.closing_share,
+        steer=not args.no_steering,
+        witness_ending=args.witness_ending,
+        stay_inside=not args.no_stay_inside,
     )
 
 
@@ -656,7 +893,8 @@ def _run(
         print(f"warning: target {target} but the oracle is {oracle.version_string}: "
               "verdicts may differ", file=sys.stderr)  # fmt: skip
     kinds = CUT_KINDS if args.cuts == "both" else (args.cuts,)
-    cfg = Config(decode_options(args), target, heal_compare=args.heal_compare)
+    cfg = Config(decode_options(args), target, heal_compare=args.heal_compare,
+                 inside_compare=args.inside_compare, budgets=tuple(args.budgets))  # fmt: skip
     corpus = Corpus(files, oracle)
     cuts = [cut for kind in kinds for cut in make_cuts(corpus, kind, args.n, args.seed)]
     QuotientBuilder(cfg.target)  # load the grammar outside the timings
@@ -681,6 +919,7 @@ def _run(
         seed=args.seed,
         options=cfg.options,
         heal_compare=args.heal_compare,
+        inside_compare=args.inside_compare,
         files_used=corpus.used,
         files_skipped=corpus.skipped,
         results=results,

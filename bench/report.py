@@ -15,13 +15,16 @@ the local standard library or PATHS, the model the configured one):
 4. ``bench.overhead``: per-token checking cost against file size, the quotient
    against ``ast.parse`` on every token (the paper's Figure 11);
 5. ``bench.lsp_latency``: typing sessions replayed through the real language
-   server (latency, cancellations, memory).
+   server (latency, cancellations, memory);
+6. ``bench.fim_quality --budgets 8 16 32 64``: success against the token budget for
+   the three modes and for constrained decoding with steering on and off.
 
 Everything goes to ``bench/results/<date>-<machine>/``: one JSON file per
 benchmark, ``config.json`` (arguments, machine, versions), ``report.md`` with the
 tables, and PNG plots: ``overhead.png`` (per-token overhead against file size),
-``construction.png`` (quotient construction time against file size) and
-``success.png`` (success rates by mode and cut kind).  With ``--only``, the other
+``construction.png`` (quotient construction time against file size),
+``success.png`` (success rates by mode and cut kind) and ``budget.png`` (success
+against the token budget).  With ``--only``, the other
 benchmarks' JSON files already in the folder are kept and appear in the report, so a
 long run can be taken in parts.
 
@@ -57,7 +60,10 @@ SIZES = {
     "quotient_cuts": (40, 2000),
     "overhead_cuts": (40, 300),
     "lsp_requests": (100, 1000),
+    "budget_cuts": (2, 50),
 }
+#: The token budgets of the sweep (issue 17).
+BUDGETS = (8, 16, 32, 64)
 
 
 def _capture(main: Callable[..., int], argv: list[str]) -> tuple[int, dict[str, Any]]:
@@ -201,6 +207,27 @@ def plot_success(quality: dict[str, Any], path: Path) -> None:
 # --------------------------------------------------------------------------- markdown
 
 
+def plot_budget(budget: dict[str, Any], path: Path) -> None:
+    """Success against the token budget, per variant of the sweep."""
+    plt = _pyplot()
+    sweep = budget["budget_sweep"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    cases = max(1, sweep["cases"])
+    for variant, counts in sweep["success"].items():
+        rates = [100 * c / cases for c in counts]
+        style = "--" if variant == "constrained_unsteered" else "-"
+        ax.plot(sweep["budgets"], rates, style, marker="o", label=variant.replace("_", ", "))
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sweep["budgets"], [str(b) for b in sweep["budgets"]])
+    ax.set_xlabel("token budget (max tokens)")
+    ax.set_ylabel("file parses after the completion (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title(f"Success against the token budget ({sweep['cases']} cuts)")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    _save(fig, path)
+
+
 def _figures_table(result: dict[str, Any]) -> list[str]:
     """A benchmark's scalar figures as a two-column Markdown table."""
     rows = ["| figure | value |", "| --- | --- |"]
@@ -218,6 +245,7 @@ def markdown(results: dict[str, Any], config: dict[str, Any]) -> str:
         "quotient": lambda q: ["## FIM quotient", "", *_figures_table(q), ""],
         "overhead": _overhead_section,
         "lsp": _lsp_section,
+        "budget": _budget_section,
     }
     for name, section in sections.items():
         if results.get(name):
@@ -286,6 +314,33 @@ def _quality_section(q: dict[str, Any]) -> list[str]:
             f"| {mode} | {q[mode]['success']} / {q['cases']} | "
             f"{q[mode]['claimed_success_but_invalid']} | {by_kind} |"
         )
+    c = q["constrained"]
+    lines += [
+        "",
+        "Constrained decoding (steering "
+        f"{'on' if q.get('steering', True) else 'off'}, witness endings "
+        f"{'on' if q.get('witness_ending') else 'off'}, stayInside "
+        f"{'on' if q.get('stay_inside', True) else 'off'}):",
+        "",
+        "| success | model-written share | witness endings | steered stops | steering in "
+        "successes | further down | exact match | mean log-prob / token | steering µs p99 |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        f"| {c['success']} / {q['cases']} | {c.get('model_written_share')} | "
+        f"{c.get('witness_endings')} | {c.get('steered_stops')} | {c.get('steered_successes')} "
+        f"| {c.get('rescued_cuts')} | {c['exact_match']} | {c.get('mean_logprob')} | "
+        f"{q.get('steer_us_per_token_p99')} |",
+    ]
+    inside = q.get("stay_inside_compare")
+    if inside:
+        lines += [
+            "",
+            f"stayInside on against off on {inside['cuts']} cuts: the answer changed in "
+            f"{inside['answers_changed']}; the file parses in {inside['success_staying_inside']} "
+            f"staying inside, {inside['success_not_staying_inside']} not "
+            f"({inside['claimed_but_invalid_staying_inside']} claimed but invalid, "
+            f"{inside['fallbacks']} fallbacks); the true middle stays inside in "
+            f"{inside['true_middle_stays_inside']}.",
+        ]
     return [
         *lines,
         "",
@@ -352,6 +407,30 @@ def _cold_open_lines(cold: dict[str, Any] | None) -> list[str]:
 # --------------------------------------------------------------------------- driver
 
 
+def _budget_section(b: dict[str, Any]) -> list[str]:
+    """The budget sweep: a row per variant, a column per budget."""
+    sweep = b["budget_sweep"]
+    budgets = sweep["budgets"]
+    lines = [
+        f"## Success against the token budget ({sweep['cases']} cuts)",
+        "",
+        "Successes (exact matches, mean log-probability per token) at each budget; "
+        "`constrained_unsteered` is constrained decoding with steering off.",
+        "",
+        "| variant | " + " | ".join(f"{n} tokens" for n in budgets) + " |",
+        "| --- |" + " --- |" * len(budgets),
+    ]
+    for variant, counts in sweep["success"].items():
+        cells = [
+            f"{n} ({e}, {lp})"
+            for n, e, lp in zip(
+                counts, sweep["exact_match"][variant], sweep["mean_logprob"][variant]
+            )
+        ]
+        lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    return [*lines, "", "![success against the budget](budget.png)", ""]
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__.split("\n")[0])
     p.add_argument("paths", nargs="*", metavar="PATHS",
@@ -371,7 +450,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--only",
         nargs="+",
-        choices=["quality", "coverage", "quotient", "overhead", "lsp"],
+        choices=["quality", "coverage", "quotient", "overhead", "lsp", "budget"],
         default=None,
         help="run only these benchmarks",
     )
@@ -394,7 +473,8 @@ def benchmarks(args: argparse.Namespace) -> dict[str, Run]:
             fim_quality.main,
             [
                 *paths,
-                *("--model", args.model, "--cuts", "both", "--heal-compare", "--details"),
+                *("--model", args.model, "--cuts", "both", "--heal-compare", "--inside-compare"),
+                "--details",
                 *("--n", str(SIZES["fim_cuts"][pick])),
                 *("--max-tokens", str(SIZES["fim_max_tokens"][pick]), "--json", *seed),
                 *("--jobs", str(args.jobs)),
@@ -419,6 +499,15 @@ def benchmarks(args: argparse.Namespace) -> dict[str, Run]:
                 *paths,
                 *("--model", args.model, "--requests", str(SIZES["lsp_requests"][pick])),
                 *("--json", "--no-progress", *seed),
+            ],
+        ),
+        "budget": (
+            fim_quality.main,
+            [
+                *paths,
+                *("--model", args.model, "--cuts", "both", "--n", str(SIZES["budget_cuts"][pick])),
+                *("--budgets", *map(str, BUDGETS), "--max-tokens", "32", "--json", *seed),
+                *("--jobs", str(args.jobs), "--no-progress"),
             ],
         ),
     }
@@ -455,6 +544,8 @@ def draw(results: dict[str, Any], config: dict[str, Any], folder: Path) -> Path:
         plot_construction(results["overhead"], folder / "construction.png")
     if "quality" in results:
         plot_success(results["quality"], folder / "success.png")
+    if results.get("budget", {}).get("budget_sweep"):
+        plot_budget(results["budget"], folder / "budget.png")
     report = folder / "report.md"
     report.write_text(markdown(results, config))
     return report

@@ -6,7 +6,9 @@
   call);
 * otherwise a generation: single-line or multi-line as the line mode says, multi-line
   again within the deadline when one line cannot connect (``auto``), and for an
-  explicit request the other line mode's middle as a second item to cycle to.
+  explicit request up to three distinct complete middles to cycle through: branches
+  off the first (``decoding/alternatives.py``) and the other line mode's middle,
+  ranked by length-normalised log-probability.
 
 Every answer carries its ``fimlsp/status`` figures, computed once from the request's
 moments (:meth:`lsp_server.status.RequestTimes.figures`).  The planner keeps, per
@@ -36,6 +38,7 @@ from quotient_parser.newer_syntax import NewerSyntax, find_newer_syntax
 from quotient_parser.quotient import BuildInterrupted, Quotient, QuotientBuilder
 
 from .decoding import Completion, DecodeOptions, generate
+from .decoding.alternatives import ALTERNATIVES, branch, branch_points, ranked
 from .decoding.stopping import StopCheck
 from .lines import document_line_ends, single_line
 from .model import Backend, Interrupted
@@ -273,7 +276,12 @@ class Planner:
         """The quotient for the request, from the document's builder (kept for the next
         keystroke); a cancel interrupts it (``BuildInterrupted``)."""
         builder = self.builder(request.uri, target)
-        quotient = builder.build(request.left, request.right, interrupt=request.cancel.is_set)
+        quotient = builder.build(
+            request.left,
+            request.right,
+            interrupt=request.cancel.is_set,
+            stay_inside=request.settings.stay_inside,
+        )
         request.times.quotient_built = time.perf_counter()
         return quotient
 
@@ -302,14 +310,18 @@ class Planner:
         suggestions: list[Suggestion] = []
         usable = result.complete or settings.mode == "unconstrained"
         if result.middle and usable and not request.cancelled:
-            middle = document_line_ends(result.middle, quotient, request.text)
-            suggestions.append(Suggestion(middle, single, result.complete, result.stop_reason))
+            offered = [(result, single)]
+            if request.alternatives and settings.mode == "constrained":
+                offered = _alternatives(request, model, quotient, result, single, fell_back, budget)
+            for completion, lines in offered:
+                middle = document_line_ends(completion.middle, quotient, request.text)
+                stop = completion.stop_reason
+                suggestions.append(Suggestion(middle, lines, completion.complete, stop))
             with self._lock:
-                self._shown[request.uri] = _Shown(request.left, request.right, middle, single)
-            if request.alternatives and not fell_back:
-                other = _alternative(request, model, quotient, single, budget)
-                if other is not None and other.middle != middle:
-                    suggestions.append(other)
+                first = suggestions[0]
+                self._shown[request.uri] = _Shown(
+                    request.left, request.right, first.middle, first.single_line
+                )
         stop = StopReason.CANCELLED if request.cancelled else result.stop_reason
         figures = {**figures, **_result_figures(result, single)}
         return _answer(request, state, suggestions, stop, **figures)
@@ -327,21 +339,11 @@ def _generate(
     """One generation within what is left of the request's deadline, from a prompt of
     ``budget`` tokens of text."""
     settings = request.settings
-    elapsed = time.perf_counter() - request.times.received
-    options = DecodeOptions(
-        mode=settings.mode,
-        max_tokens=settings.max_tokens,
-        top_k=settings.top_k,
-        single_line=single,
-        deadline_s=max(0.01, settings.deadline_ms / 1e3 - elapsed),
-        prompt_budget=budget,
-        file_path=_file_name(request.uri),
-    )
     result = generate(
         model,
         quotient.left,
         quotient.right,
-        options,
+        _options(request, single, budget),
         quotient=quotient if settings.mode == "constrained" else None,
         target=quotient.target,
         cancel=request.cancel.is_set,
@@ -351,20 +353,53 @@ def _generate(
     return result
 
 
-def _alternative(
-    request: Request, model: Backend, quotient: Quotient, single: bool, budget: int
-) -> Suggestion | None:
-    """The middle of the other line mode, for a second item (constrained, ``auto``)."""
+def _options(request: Request, single: bool, budget: int) -> DecodeOptions:
+    """The decoding settings of a generation, with what is left of the deadline and a
+    prompt of ``budget`` tokens of text."""
     settings = request.settings
-    if settings.line_mode != "auto" or settings.mode != "constrained":
-        return None
-    if request.cancelled or _late(request):
-        return None
-    other = _generate(request, model, quotient, not single, budget)
-    if not other.complete or not other.middle or request.cancelled:
-        return None
-    middle = document_line_ends(other.middle, quotient, request.text)
-    return Suggestion(middle, not single, other.complete, other.stop_reason)
+    elapsed = time.perf_counter() - request.times.received
+    return DecodeOptions(
+        mode=settings.mode,
+        max_tokens=settings.max_tokens,
+        top_k=settings.top_k,
+        single_line=single,
+        deadline_s=max(0.01, settings.deadline_ms / 1e3 - elapsed),
+        witness_ending=settings.witness_ending,
+        prompt_budget=budget,
+        file_path=_file_name(request.uri),
+    )
+
+
+def _alternatives(
+    request: Request,
+    model: Backend,
+    quotient: Quotient,
+    first: Completion,
+    single: bool,
+    fell_back: bool,
+    budget: int,
+) -> list[tuple[Completion, bool]]:
+    """Up to ``ALTERNATIVES`` distinct complete middles (with their line mode) for an
+    explicit request, best first: branches off ``first`` at its least sure steps and,
+    in ``auto``, the other line mode's middle, while the deadline allows."""
+    found: list[tuple[Completion, bool]] = [(first, single)]
+    points = branch_points(first, 2 * ALTERNATIVES)
+    other_mode = request.settings.line_mode == "auto" and not fell_back
+    attempt = 0
+    while (points or other_mode) and not request.cancelled and not _late(request):
+        if len(ranked([c for c, _ in found])) >= ALTERNATIVES:
+            break
+        if other_mode and (attempt == 1 or not points):
+            other_mode = False
+            found.append((_generate(request, model, quotient, not single, budget), not single))
+        else:
+            options = _options(request, single, budget)
+            at = points.pop(0)
+            found.append((branch(model, quotient, options, first, at,
+                                 cancel=request.cancel.is_set), single))  # fmt: skip
+        attempt += 1
+    lines = {id(completion): mode for completion, mode in found}
+    return [(c, lines[id(c)]) for c in ranked([c for c, _ in found])]
 
 
 def _came_out_empty(building: Future[Quotient]) -> bool:
@@ -381,13 +416,24 @@ def _late(request: Request) -> bool:
 def _result_figures(result: Completion, single: bool) -> dict[str, Any]:
     """The generation's own figures for the status (the answered one's)."""
     t = result.timings
-    return {
+    figures: dict[str, Any] = {
         "complete": result.complete,
         "lineMode": "single" if single else "multi",
         "tokens": result.tokens,
         "tokensPerSecond": round(t.tokens_per_s or 0.0, 1),
         "parserUsPerToken": round(t.parser_us_per_token_median or 0.0, 1),
+        "steeredTokens": result.steered,
+        "rescuedSteps": result.rescued,
     }
+    if result.witness:
+        figures["witnessChars"] = len(result.witness)
+    if result.inside_fallback:
+        figures["stayInside"] = "fallback"
+        figures["message"] = (
+            "no middle stays inside the bracket, string or block at the cursor: this one "
+            "may leave it"
+        )
+    return figures
 
 
 def _nothing(

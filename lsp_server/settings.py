@@ -50,6 +50,12 @@ class Settings:
     python_version: str = AUTO_TARGET
     #: Larger documents get no completions (building their quotient would take seconds).
     max_document_chars: int = 2_000_000
+    #: A middle does not leave the bracket, string or block open at the cursor that the
+    #: text after the cursor closes (where no middle can, this is not enforced).
+    stay_inside: bool = True
+    #: When the model cannot finish within ``max_tokens``, end the middle with the
+    #: shortest text that makes the file valid (text the model did not write).
+    witness_ending: bool = False
     #: An inference server's API key (sent as a bearer token), when ``model`` is a URL.
     api_key: str | None = dataclasses.field(default=None, repr=False)
     #: The server's API: ``llama.cpp`` (llama-server's ``/completion``), ``openai``
@@ -127,6 +133,7 @@ class SettingsLayers:
 
 
 _FIELDS = {f.name for f in dataclasses.fields(Settings)}
+_BOOLEANS = frozenset({"enable", "stay_inside", "witness_ending"})
 #: Keys of the same section that belong to the editor's client (how to start the
 #: server, protocol tracing), sent along by clients that send the whole section.
 _CLIENT_KEYS = frozenset({"server", "trace"})
@@ -155,7 +162,7 @@ def _choice(value: object, choices: tuple[str, ...]) -> str:
 
 def _check(name: str, value: object) -> object:
     """The value for field ``name``, or TypeError / ValueError."""
-    if name == "enable":
+    if name in _BOOLEANS:
         if not isinstance(value, bool):
             raise TypeError(f"expected true or false, got {value!r}")
         return value

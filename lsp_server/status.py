@@ -67,8 +67,10 @@ class StopReason(_Named):
     # The decoding loop.
     EOS = "eos"  # the model ended the middle where it is complete
     CONNECTED = "connected"  # the middle connects to the right context: stopped there
-    MAX_TOKENS = "max_tokens"  # the token budget is spent
-    NO_VIABLE_TOKEN = "no_viable_token"  # no candidate in the top k keeps the middle viable
+    STEERED = "steered"  # steering brought the middle to a finish within the budget
+    WITNESS = "witness"  # ended with the shortest finish the parser found (witnessEnding)
+    MAX_TOKENS = "max_tokens"  # the token budget is spent (or no candidate can finish in it)
+    NO_VIABLE_TOKEN = "no_viable_token"  # no candidate, top k or further down, fits
     DEADLINE = "deadline"
     CANCELLED = "cancelled"  # ``$/cancelRequest``, or a newer request for the document
     CHECKED_PREFIX = "checked_prefix"  # checked mode cut the output back until it parsed

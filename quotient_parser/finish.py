@@ -67,6 +67,8 @@ if TYPE_CHECKING:
 
 __all__ = ["INFINITE", "FinishAnalysis", "RightView", "right_views", "string_view"]
 
+#: Bounds kept per state: (in characters, with a line's indentation counted as one).
+_Memo = weakref.WeakKeyDictionary["RecognizerState", tuple[int, int]]
 #: R's symbols looked at per start mode (the first logical line, at most this many).
 _MAX_TARGETS = 24
 #: R's symbols whose allowance is larger than this are not looked at: the cost
@@ -105,6 +107,8 @@ class RightView:
     openers: str | None
     line_start: tuple[int, int, int] | None
     head: str = ""  # the string opening, for a "string" view
+    #: the terminals the first token of that line scans as
+    line_start_members: tuple[int, ...] = ()
 
 
 def _may_merge(text: str) -> bool:
@@ -152,6 +156,7 @@ class _ViewBuilder:
         openers, symbols = start.openers, start.symbols
         targets: list[tuple[tuple[int, ...], int]] = []
         line_start: tuple[int, int, int] | None = None
+        line_start_members: tuple[int, ...] = ()
         last_token = ""
         spent = 0
         word_before = True
@@ -171,6 +176,7 @@ class _ViewBuilder:
                         if last_token != ":":
                             own = 1 + len(whitespace.replace("\f", ""))
                     line_start = (indentation_column(whitespace), spent, own)
+                    line_start_members = members
                 if line_over:
                     break
             cost, starts, ends = self.measure(members)
@@ -194,7 +200,9 @@ class _ViewBuilder:
             if len(targets) >= _MAX_TARGETS:
                 break
         merge = mode == "code" and _may_merge(text)
-        return RightView(mode, entry, tuple(targets), merge, openers, line_start, start.head)
+        return RightView(
+            mode, entry, tuple(targets), merge, openers, line_start, start.head, line_start_members
+        )
 
 
 def right_views(
@@ -276,8 +284,10 @@ class FinishAnalysis:
         self.tables = yield_tables(recognizer.grammar, recognizer.automaton)
         self.distances = chart_distances(self.tables)
         self._views: list[RightView] | None = None
-        self._bounds: weakref.WeakKeyDictionary[RecognizerState, tuple[int, int]] = (
-            weakref.WeakKeyDictionary()
+        #: per state, (full, light) bounds over every start mode, then over the natural ones
+        self._bounds: tuple[_Memo, _Memo] = (
+            weakref.WeakKeyDictionary(),
+            weakref.WeakKeyDictionary(),
         )
         self._indent = self.tables.grammar.terminal_ids.get("INDENT")
         self._string_views: dict[str, RightView | None] = {}
@@ -311,20 +321,30 @@ class FinishAnalysis:
     def lower_bound(self, state: RecognizerState) -> int:
         """A number of characters never above the distance of ``state`` (see the module
         docstring); INFINITE for a dead state or an empty quotient."""
-        return self._pair(state)[0]
+        return self._pair(state, False)[0]
 
     def light_bound(self, state: RecognizerState) -> int:
         """Like :meth:`lower_bound`, for lengths where a line's indentation counts as one."""
-        return self._pair(state)[1]
+        return self._pair(state, False)[1]
 
-    def _pair(self, state: RecognizerState) -> tuple[int, int]:
-        known = self._bounds.get(state)
+    def natural_bound(self, state: RecognizerState, light: bool = False) -> int:
+        """Like :meth:`lower_bound` (``light``: :meth:`light_bound`), for the *natural*
+        finishes only: those that leave R in code or in a string literal, not in a
+        comment or after a backslash continuation that ``w`` opens (``#`` that swallows
+        R's first line, ``;\\`` that joins R's next line to this one).  Never below
+        the plain bound, and a lower bound on every natural finish: what a steering
+        decoder wants to aim at, and what the witness search can reach."""
+        return self._pair(state, True)[1 if light else 0]
+
+    def _pair(self, state: RecognizerState, natural: bool) -> tuple[int, int]:
+        memo = self._bounds[natural]
+        known = memo.get(state)
         if known is None:
-            known = self._bound(state)
-            self._bounds[state] = known
+            known = self._bound(state, natural)
+            memo[state] = known
         return known
 
-    def _bound(self, state: RecognizerState) -> tuple[int, int]:
+    def _bound(self, state: RecognizerState, natural: bool) -> tuple[int, int]:
         lex, chart = state.lex, state.chart
         if lex is None or chart is None or self.quotient.empty:
             return INFINITE, INFINITE
@@ -335,9 +355,9 @@ class FinishAnalysis:
         if not pending or not blank or lex.pending_kinds() is None:
             if comment_or_continuation(pending):
                 if blank.startswith("#"):
-                    return self._views_bound(chart, lex, 0, False, in_comment=True)
+                    return self._views_bound(chart, lex, 0, False, natural, in_comment=True)
                 return 0, 0  # a backslash: the next character must end the line
-            return self._views_bound(chart, lex, 0, False)
+            return self._views_bound(chart, lex, 0, False, natural)
         # A symbol in progress either ends here (emit) or grows into w and R (extend).
         best = (INFINITE, INFINITE)
         emitted = lex.emit_pending()
@@ -345,7 +365,7 @@ class FinishAnalysis:
             after, symbols = emitted
             stepped, _ = self.recognizer.step(chart, symbols)
             if stepped is not None:
-                best = self._views_bound(stepped, after, 0, False)
+                best = self._views_bound(stepped, after, 0, False, natural)
         string = open_string_head(pending)
         if string is not None:
             head, quote = string
@@ -355,7 +375,7 @@ class FinishAnalysis:
             for kind in ("STRING", "BYTES"):
                 stepped = chart.step(ids[kind]) if kind in ids else None
                 if stepped is not None:
-                    full, light = self._views_bound(stepped, lex, 0, False)
+                    full, light = self._views_bound(stepped, lex, 0, False, natural)
                     best = _least(best, (len(quote) + full, len(quote) + light))
             return best
         kinds = lex.pending_kinds() or frozenset()
@@ -365,7 +385,7 @@ class FinishAnalysis:
             for t in self.recognizer.classify.kind_terminals.get(kind, ())
         ]
         spent = max(costs, default=len(pending))
-        return _least(best, self._views_bound(chart, lex, spent, True))
+        return _least(best, self._views_bound(chart, lex, spent, True, natural))
 
     def _string_view(self, head: str) -> RightView | None:
         """The view for a string literal opened by ``head`` (checked on first use)."""
@@ -392,28 +412,38 @@ class FinishAnalysis:
         return search(self, start, max_nodes=max_nodes, max_seconds=max_seconds, within=within)
 
     def _views_bound(
-        self, chart: Chart, lex: LexState, spent: int, skip_first: bool, in_comment: bool = False
+        self,
+        chart: Chart,
+        lex: LexState,
+        spent: int,
+        skip_first: bool,
+        natural: bool,
+        in_comment: bool = False,
     ) -> tuple[int, int]:
         """Least, over R's views, of what ``w`` must pay after ``chart``: (in characters,
         with a line's indentation counted as one).
 
         ``spent``: the least cost of a symbol in progress that the paths scan
         before ``w`` (subtracted); ``skip_first``: R's first symbol may merge
-        with it.
+        with it; ``natural``: not through a comment or continuation ``w`` opens.
         """
-        known: dict[int, int] = {}  # R's symbols repeat terminals: one fd each
+        known: dict[tuple[int, int], int] = {}  # R's symbols repeat terminals: one fd each
         distance = self.distances.first_distance
 
-        def first(chart: Chart, target: int) -> int:
-            value = known.get(target)
+        def first(chart: Chart, target: int, levels: int = 0) -> int:
+            value = known.get((target, levels))
             if value is None:
-                value = known[target] = distance(chart, target)
+                value = known[(target, levels)] = distance(chart, target, levels)
             return value
 
         brackets = lex.brackets
         columns = {column for column, _alt in lex.indent_levels}
         best = best_light = INFINITE
         for view in self.views:
+            if natural and view.mode == "continuation":
+                continue
+            if natural and view.mode == "comment" and not in_comment:
+                continue
             if in_comment:
                 entry = 0 if view.mode == "comment" else 1 + view.entry
             else:
@@ -446,6 +476,15 @@ class FinishAnalysis:
                         need = need_full = value
                     if own > need_full:
                         need_full = own
+                elif view.line_start_members and allowance <= _MAX_ALLOWANCE:
+                    # R's line goes on further left: the levels deeper than it close
+                    # before its first token, with whatever their statements still need
+                    levels = sum(1 for level, _alt in lex.indent_levels if level > column)
+                    if levels:
+                        reach = min(first(chart, m, levels) for m in view.line_start_members)
+                        value = reach - allowance - spent
+                        if value > need:
+                            need = need_full = value
             best = min(best, entry + need_full)
             best_light = min(best_light, entry + need)
         # R may also begin inside a string literal that w opens; such a view can only

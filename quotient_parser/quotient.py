@@ -363,6 +363,7 @@ class Quotient:
             self._right.probe(left_index, left, interrupt)
         #: Middles must not leave the construct at the cursor (``inside.py``).
         self.stay_inside = stay_inside
+        self._inside_empty: bool | None = None  # decided by ``inside_empty``
         #: The state before any middle, without the ``stay_inside`` restriction.
         self.free_initial = QuotientState(self, left_state)
         self.initial = self.free_initial
@@ -394,13 +395,17 @@ class Quotient:
 
         Decided by two witness searches (``finish.py``) within the budget, so a
         quotient whose only finishes that stay inside are long may be called empty.
+        A decided answer is kept: asking again costs nothing.
         """
         if not self.stay_inside or self.empty:
             return False
+        if self._inside_empty is not None:
+            return self._inside_empty
         for state in (self.initial, self.free_initial):
             found = state.witness(max_nodes=max_nodes, max_seconds=max_seconds)
             if found.text is not None:
-                return state is self.free_initial
+                self._inside_empty = state is self.free_initial
+                return self._inside_empty
         return False
 
     @functools.cached_property
@@ -506,18 +511,22 @@ class QuotientState:
         """Why the middle is not viable, when the recognizer knows."""
         return self.state.error
 
-    def distance(self) -> int:
+    def distance(self, *, natural: bool = False) -> int:
         """A lower bound on the characters a finish still needs (0 when complete).
 
         Never above the least ``len(w)`` with ``self.feed(w).complete``; a
         very large number (``finish.INFINITE``) when no finish exists.
+        ``natural``: the bound for finishes that do not open a comment or a
+        backslash continuation that R's text completes (never lower).
         See ``finish.py`` for what it counts.
         """
         if not self.viable:
             return self.quotient.finish.unreachable
         if self.complete:
             return 0
-        return max(1, self.quotient.finish.lower_bound(self.state))
+        finish = self.quotient.finish
+        bound = finish.natural_bound(self.state) if natural else finish.lower_bound(self.state)
+        return max(1, bound)
 
     def witness(
         self, *, within: int | None = None, max_nodes: int = 2000, max_seconds: float = 0.5

@@ -13,6 +13,7 @@ quotient, so a witness is always a real one.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import time
 import weakref
@@ -74,7 +75,7 @@ def search(
         return Witness(None, INFINITE, True, 0)
     if start.complete:
         return Witness("", 0, True, 0)
-    h0 = analysis.lower_bound(start.state)
+    h0 = analysis.natural_bound(start.state)
     if h0 >= cutoff:
         return Witness(None, h0, True, 0)
     keys = _CanonicalKeys(analysis.tables, start.state)
@@ -303,7 +304,7 @@ class _AStar:
         self.light = light
         self.weight = weight
         self.cutoff = cutoff
-        self.bound = analysis.light_bound if light else analysis.lower_bound
+        self.bound = functools.partial(analysis.natural_bound, light=light)
         h0 = max(1, self.bound(start.state))
         self.queue: list[_Entry] = [(weight * h0, 0, 0, 0, h0, "", start, "")]
         self.lower = h0

@@ -124,8 +124,9 @@ def test_decoder_needs_only_the_top_k(
     tiny_session_model: FimModel, cuts: list[tuple[str, str]], target: tuple[int, int], mode: Mode
 ) -> None:
     """Greedy decoding tries the top k candidates: a backend that knows only those (a
-    server's top n) gives the same middles as one that ranks the whole vocabulary."""
-    options = DecodeOptions(mode=mode, max_tokens=12, top_k=10, token_healing=False)
+    server's top n) gives the same middles as one that ranks the whole vocabulary
+    (without looking further down the ranking, which only the latter can answer)."""
+    options = DecodeOptions(mode=mode, max_tokens=12, top_k=10, token_healing=False, further_down=0)
     server_like = TopN(tiny_session_model, 10)
     for left, right in cuts:
         full = generate(tiny_session_model, left, right, options, target=target)

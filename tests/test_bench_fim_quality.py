@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from model_fixtures import model_cache, tiny_factory, tiny_model_path  # noqa: F401
 
 from bench import fim_quality
@@ -57,3 +58,36 @@ def test_worker_processes_take_the_same_cuts(tiny_model_path: Path) -> None:
         return [(d["file"], d["offsets"]) for d in details]
 
     assert cuts(one) == cuts(two)
+
+
+def test_budget_sweep_and_steering_columns(tiny_model_path: Path, tmp_path: Path) -> None:
+    """--budgets and --inside-compare: the sweep's figures per variant and budget, the
+    steering columns, and bench.report's budget section and plot drawn from them."""
+    result = _run(tiny_model_path, "--budgets", "4", "6", "--inside-compare")
+    _check(result)
+    sweep = result["budget_sweep"]
+    assert isinstance(sweep, dict) and sweep["budgets"] == [4, 6] and sweep["cases"] == 4
+    for figure in ("success", "exact_match", "witness_endings", "mean_logprob"):
+        assert set(sweep[figure]) == set(fim_quality.SWEEP_VARIANTS), figure
+        assert all(len(values) == 2 for values in sweep[figure].values())
+    # at the main budget the sweep reuses the main runs
+    assert sweep["success"]["constrained"][1] == result["constrained"]["success"]  # type: ignore[index]
+    assert all(0 <= n <= 4 for values in sweep["success"].values() for n in values)
+    constrained = result["constrained"]
+    assert isinstance(constrained, dict)
+    assert constrained["witness_endings"] == 0  # off by default
+    successes = constrained["success"]
+    assert constrained["model_written_share"] == (1.0 if successes else None)
+    assert constrained["steered_stops"] <= constrained["claimed_success"]
+    assert result["steer_samples"] == result["parser_samples"]  # one per constrained step
+    inside = result["stay_inside_compare"]
+    assert isinstance(inside, dict) and inside["cuts"] == 4
+    pytest.importorskip("matplotlib")
+    from bench import report
+
+    report.plot_budget({"budget_sweep": sweep}, tmp_path / "budget.png")
+    assert (tmp_path / "budget.png").stat().st_size > 0
+    text = "\n".join(report._budget_section({"budget_sweep": sweep}))
+    assert "constrained_unsteered" in text and "4 tokens" in text
+    quality = "\n".join(report._quality_section(result))
+    assert "model-written share" in quality and "stayInside on against off on 4 cuts" in quality

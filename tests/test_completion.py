@@ -268,33 +268,31 @@ def test_constrained_beats_unconstrained(outcomes: list[Outcome], ast_accepts: A
     assert all(o.unconstrained.complete is None for o in outcomes)
 
 
-def test_closing_connects_more_middles(
+def test_steering_connects_more_middles(
     outcomes: list[Outcome],
     tiny_factory: TinyFactory,
     target: tuple[int, int],
     ast_accepts: Accepts,
 ) -> None:
     """A model that would chain unary pluses forever never completes ``x = 1 +`` by
-    itself; closing (the default) picks a completing candidate after half the budget."""
+    itself; steering (the default) takes a completing candidate once the tokens left
+    come near the distance to a finish, and stops there."""
     path = tiny_factory("plus", token_bias={" +": 20.0}, n_layer=1, n_embd=32)
     with FimModel(path, n_ctx=512) as model:
         case = Case("boundary", "plus.py", "x = 1 +", "\nprint(x)\n", "")
         plain = generate(
-            model,
-            case.left,
-            case.right,
-            DecodeOptions(max_tokens=16, closing_share=0.0),
-            target=target,
+            model, case.left, case.right, DecodeOptions(max_tokens=16, steer=False), target=target
         )
-        closing = generate(model, case.left, case.right, DecodeOptions(max_tokens=16),
+        steered = generate(model, case.left, case.right, DecodeOptions(max_tokens=16),
                            target=target)  # fmt: skip
     assert plain.stop_reason == "max_tokens" and not plain.complete
-    assert closing.stop_reason == "connected" and closing.complete, closing.middle
-    assert closing.tokens == 9  # 8 pluses, then the closing token
-    assert _valid(ast_accepts, case, closing)
-    # Over the stdlib cuts, whatever closing connected parses.
+    assert steered.stop_reason == "steered" and steered.complete, steered.middle
+    assert steered.tokens <= 16 and steered.steered >= 1
+    assert steered.witness == ""  # the model wrote all of it
+    assert _valid(ast_accepts, case, steered)
+    # Over the stdlib cuts, whatever steering finished parses.
     for o in outcomes:
-        if o.constrained.stop_reason == "connected":
+        if o.constrained.stop_reason == "steered":
             assert _valid(ast_accepts, o.case, o.constrained), _describe(o.case, o.constrained)
 
 
@@ -371,7 +369,11 @@ def test_token_healing(
     assert r.healed and r.healed.strip() == "pri" and HEAL_LEFT.endswith(r.healed)
     assert steered.prompt_texts == [(HEAL_LEFT[: -len(r.healed)], HEAL_RIGHT)]
     # ... and the first generated tokens wrote it again: the middle follows it, once
-    generated = steered.generated_bytes().decode("utf-8", errors="replace")
+    # (steering may stop right after the token that completes the middle, which the
+    # model then never reads: the constrained decoder's record holds every token it took)
+    taken = r.token_ids if mode == "constrained" else steered.appended
+    assert taken[: len(steered.appended)] == steered.appended
+    generated = tiny_model.vocab.detokenize(taken).decode("utf-8", errors="replace")
     assert generated.startswith(r.healed)
     assert generated[len(r.healed) :].startswith(r.middle)
     assert r.middle.startswith("nt")  # "return print...", not "return pri print..."
@@ -481,7 +483,7 @@ def test_utf8_broken_token_is_skipped(tiny_model: FimModel, target: tuple[int, i
     stray = byte_token(tiny_model, b"\xa9")  # a continuation byte cannot start a character
     for mode in BOTH:
         steered = Steered(tiny_model, script=[stray], eog_bias=-1e4)
-        options = DecodeOptions(mode=mode, max_tokens=2)
+        options = DecodeOptions(mode=mode, max_tokens=2, steer=False)
         r = generate(steered, 's = "', '"\n', options, target=target)
         assert steered.appended and steered.appended[0] != stray, mode
         assert "\ufffd" not in r.middle
@@ -555,7 +557,8 @@ def test_fallback_cuts_inside_a_token(tiny_model: FimModel, target: tuple[int, i
     # inside a token: "(1)" here, from the tokens "(", "1", ")+".
     script = [byte_token(tiny_model, b) for b in (b"(", b"1", b")+")]
     steered = Steered(tiny_model, script=script, eog_bias=-1e4)
-    r = generate(steered, "x = ", "\n", DecodeOptions(max_tokens=3), target=target)
+    options = DecodeOptions(max_tokens=3, steer=False)  # steering would finish at "(1"
+    r = generate(steered, "x = ", "\n", options, target=target)
     assert steered.appended == script
     assert (r.middle, r.stop_reason, r.complete) == ("(1)", "max_tokens", True)
 

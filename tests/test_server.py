@@ -34,6 +34,9 @@ from lsp_fixtures import (
 from model_fixtures import TinyFactory, model_cache, tiny_factory
 from pytest_lsp import LanguageClient, client_capabilities
 
+from lexer.version import NEWEST
+from quotient_parser.quotient import Quotient
+
 __all__ = ["model_cache", "stopping_model", "tiny_factory"]  # fixtures used by name
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -405,6 +408,58 @@ async def test_settings_pulled_with_workspace_configuration(
     await settings_become(client, lambda s: s["max_tokens"] != 7)
 
 
+async def test_stay_inside_setting(
+    client: LanguageClient, tiny_factory: TinyFactory, stopping_model: Path
+) -> None:
+    """stayInside (on by default) keeps a closer-loving model's answer inside the call at
+    the cursor; switched off, the answer may leave it; a non-boolean is refused."""
+    bias = {")": 30.0, "]": 29.0, "}": 28.0, ":": 27.0}
+    closer = tiny_factory("closer", stop_bias=-30.0, token_bias=bias, n_layer=1, n_embd=32)
+    text = "values = [1, 2]\ntotal = max(values, )\nprint(total)\n"
+    offset = text.index(", )") + 2
+    left, right = text[:offset], text[offset:]
+    uri = "file:///inside.py"
+
+    async def answer(settings: dict[str, Any]) -> str:
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"fimlsp": settings})
+        )
+        await settings_become(client, lambda s: s["stay_inside"] == settings["stayInside"])
+        assert (await wait_ready(client))["state"] == "ready"
+        items = await inline_items(client, uri, 1, offset - text.index("total"))
+        assert len(items) <= 1
+        return str(items[0].insert_text) if items else ""
+
+    try:
+        open_doc(client, uri, text)
+        kept = await answer({"model": str(closer), "maxTokens": 16, "stayInside": True})
+        assert parses(left + kept + right), kept
+        status = await client.statuses.wait_for(  # type: ignore[attr-defined]
+            lambda s: s.get("uri") == uri and "steeredTokens" in s
+        )
+        assert status["steeredTokens"] >= 0 and status["rescuedSteps"] >= 0
+        assert "witnessChars" not in status  # witness endings are off by default
+        assert not kept.startswith(")")
+        inside = Quotient(left, right, NEWEST, stay_inside=True)
+        assert inside.initial.feed(kept).complete
+        free = await answer({"model": str(closer), "maxTokens": 16, "stayInside": False})
+        assert free != kept and parses(left + free + right), free
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(
+                settings={"fimlsp": {"model": str(closer), "stayInside": "yes"}}
+            )
+        )
+        await settings_become(client, lambda s: s["stay_inside"] is True)
+        await asyncio.sleep(0.1)
+        assert any("stayInside" in m.message for m in client.log_messages)
+    finally:
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"fimlsp": {"model": str(stopping_model)}})
+        )
+        await asyncio.sleep(0.1)
+        assert (await wait_ready(client))["state"] == "ready"
+
+
 async def test_configuration_to_missing_model_and_back(
     client: LanguageClient, stopping_model: Path, tmp_path: Path
 ) -> None:
@@ -459,8 +514,9 @@ async def test_inline_and_completion_for_one_keystroke_share_the_answer(
 async def test_invoked_request_offers_the_other_line_mode_to_cycle_to(
     client: LanguageClient, tiny_factory: TinyFactory, stopping_model: Path
 ) -> None:
-    """Asked for explicitly (VS Code's next suggestion, Neovim's trigger), the server adds
-    the multi-line middle after the single-line one; typing gets only the first."""
+    """Asked for explicitly (VS Code's next suggestion, Neovim's trigger), the server
+    offers up to three distinct complete middles, the multi-line one among them, ranked
+    by length-normalised log-probability; typing gets only the first generation's."""
     # A model that would rather break the line than close the bracket.
     newliner = tiny_factory("newliner", stop_bias=30.0, token_bias={"\n": 40.0, ")": 25.0})
     client.workspace_did_change_configuration(
@@ -476,9 +532,10 @@ async def test_invoked_request_offers_the_other_line_mode_to_cycle_to(
         typing = await inline_items(client, uri, 1, 20)
         invoked = await inline_items(client, uri, 1, 20, types.InlineCompletionTriggerKind.Invoked)
         middles = [item.insert_text for item in invoked]
-        assert [item.insert_text for item in typing] == middles[:1] == [")"]
-        assert len(middles) == 2 and isinstance(middles[1], str), middles
-        assert "\n" in middles[1] and middles[1] != middles[0]
+        assert [item.insert_text for item in typing] == [")"]
+        assert ")" in middles and 2 <= len(middles) <= 3, middles
+        assert len(set(map(str, middles))) == len(middles)  # distinct
+        assert any("\n" in str(middle) for middle in middles), middles
         for middle in middles:
             assert parses(text[:offset] + str(middle) + text[offset:]), middle
     finally:

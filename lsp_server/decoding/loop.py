@@ -3,15 +3,17 @@
 Each step asks the backend's generation for its ranking, orders the candidates
 (:mod:`.ranking`), notes whether stopping here would be the best stopping point yet
 (:mod:`.stopping`), and takes the first candidate whose text (:mod:`.text`) keeps the
-middle viable, or an end token where the middle is complete.  Once closing is due it
-first looks for a candidate that completes the middle.  The backend then advances by
-the chosen token.  Nothing here depends on how the backend computes its ranking.
+middle viable, or an end token where the middle is complete.  Once the tokens left come
+near the distance to a finish, steering (:mod:`.steering`) chooses instead; when no
+candidate in the top k fits, the loop looks further down the ranking.  The backend then
+advances by the chosen token.  Nothing here depends on how the backend computes its
+ranking.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -26,6 +28,7 @@ from .checked import checked_prefix
 from .options import DecodeOptions
 from .ranking import Ranker
 from .result import Completion, DecodeTimes
+from .steering import Steering, witness_ending
 from .stopping import StopCheck, StoppingPoints
 from .text import can_take_non_ascii, heal_split, token_text
 
@@ -33,6 +36,8 @@ __all__ = ["Decoder", "build_prompt", "generate"]
 
 #: A choice: (token, whether it ends the generation), or None when nothing fits.
 Choice = tuple[int, bool] | None
+#: Candidates further down the ranking tried between two looks at the clock.
+_CLOCK_EVERY = 16
 
 
 def build_prompt(
@@ -68,32 +73,66 @@ def generate(
     ``quotient`` may be passed in to reuse one built earlier (the language
     server keeps a builder per document); it must be for (left, right).
     ``cancel`` is polled while the prompt is read and between tokens.
+
+    Under ``stay_inside`` (the quotient's, or the options' for a quotient built here),
+    a middle that cannot complete is looked at again: when no middle can stay inside
+    the construct at the cursor (``Quotient.inside_empty``), it is generated again
+    without the restriction, and the completion says so (``inside_fallback``).
     """
     opts = options or DecodeOptions()
     times = DecodeTimes()
     stop = StopCheck(cancel, None if opts.deadline_s is None else times.started + opts.deadline_s)
     if opts.constrained and quotient is None:
-        quotient = Quotient(left, right, target)
+        quotient = Quotient(left, right, target, stay_inside=opts.stay_inside)
         times.quotient_built = time.perf_counter()
     prompt, owed = build_prompt(backend, left, right, opts)
+    result = _decode(backend, prompt, owed, opts, quotient, stop, times)
+    if quotient is not None and _inside_is_why(result, quotient, stop):
+        result = _decode(backend, prompt, owed, opts, quotient, stop, times, free=True)
+        result.inside_fallback = True
+    if opts.mode == "checked":
+        result = checked_prefix(result, left, right)
+    result.healed = owed
+    times.finished = time.perf_counter()
+    result.timings = times.timings(len(prompt), result.tokens, result.parser_us)
+    return result
+
+
+def _decode(
+    backend: Backend,
+    prompt: list[int],
+    owed: str,
+    opts: DecodeOptions,
+    quotient: Quotient | None,
+    stop: StopCheck,
+    times: DecodeTimes,
+    *,
+    free: bool = False,
+) -> Completion:
+    """One run of the loop from the prompt (``free``: from the quotient's start without
+    the ``stay_inside`` restriction)."""
+    start = quotient.free_initial if free and quotient is not None else None
     try:
         generation = backend.start(prompt, stop if stop.bounded else None)
     except Interrupted:
         # A long prompt on a slow machine: give up for now; what was read stays with the
         # backend, so asking again at this place goes on from there.
-        times.stopped = times.finished = time.perf_counter()
+        times.stopped = time.perf_counter()
         reason = stop.reason or StopReason.DEADLINE
-        result = Completion("", reason, False if opts.constrained else None, 0, times)
-    else:
+        return Completion("", reason, False if opts.constrained else None, 0, times)
+    if times.prompt_read is None:
         times.prompt_read = time.perf_counter()
-        with generation:
-            result = Decoder(backend, opts, quotient, owed, stop, times).run(generation)
-        if opts.mode == "checked":
-            result = checked_prefix(result, left, right)
-        result.healed = owed
-        times.finished = time.perf_counter()
-    result.timings = times.timings(len(prompt), result.tokens, result.parser_us)
-    return result
+    with generation:
+        return Decoder(backend, opts, quotient, owed, stop, times, start=start).run(generation)
+
+
+def _inside_is_why(result: Completion, quotient: Quotient, stop: StopCheck) -> bool:
+    """The middle did not complete, and no middle can while staying inside: worth a
+    second run without the restriction (only when there is time for it)."""
+    if result.complete is not False or not quotient.stay_inside or stop():
+        return False
+    seconds = 1.0 if stop.deadline is None else (stop.deadline - time.perf_counter()) / 4
+    return seconds > 0.01 and quotient.inside_empty(max_seconds=min(1.0, seconds))
 
 
 class Decoder:
@@ -107,6 +146,8 @@ class Decoder:
         owed: str,
         stop: StopCheck,
         times: DecodeTimes,
+        *,
+        start: QuotientState | None = None,
     ) -> None:
         self.backend = backend
         self.opts = options
@@ -122,26 +163,57 @@ class Decoder:
         self.owed = owed  # text token healing took out of the prompt, still to be written
         self.held = b""  # the bytes of a character not yet whole
         self.middle = ""
-        self.state: QuotientState | None = quotient.initial if quotient is not None else None
+        if start is None and quotient is not None:
+            start = quotient.initial
+        self.state: QuotientState | None = start
         self.logprob = 0.0
         self.tokens = 0
         self.parser_us: list[float] = []
         self._parser_ns = 0  # time spent in the quotient during this step
         self.points = StoppingPoints()
-        self.closing_from = (
-            int(options.max_tokens * options.closing_share)
-            if 0 < options.closing_share < 1 and options.closing_candidates > 0
-            else None
-        )
-        self.closed = False  # the last token was chosen because it completes the middle
+        self.steering = Steering(self) if self.constrained and options.steer else None
+        self.rescued = 0
+        #: per step: the token taken, its log-probability, and its lead over the best
+        #: other candidate (where an alternative would branch off)
+        self.token_ids: list[int] = []
+        self.token_logprobs: list[float] = []
+        self.gaps: list[float] = []
+        #: tokens not to take at a step (an alternative branching off there)
+        self.banned: dict[int, frozenset[int]] = {}
 
     # -- the loop -----------------------------------------------------------
 
     def run(self, generation: Generation) -> Completion:
         stop = self._loop(generation)
         self.times.stopped = time.perf_counter()
-        middle, complete = self._outcome(stop)
-        return Completion(middle, stop, complete, self.tokens, self.times, parser_us=self.parser_us)
+        middle, complete, tokens = self._outcome(stop)
+        logprob, scored = sum(self.token_logprobs[:tokens]), tokens
+        witness = ""
+        if complete is False and self.opts.witness_ending and self.state is not None:
+            ending = witness_ending(self, generation, stop)
+            if ending is not None:
+                witness, more, more_scored = ending
+                middle, complete, stop = self.middle + witness, True, StopReason.WITNESS
+                logprob, scored = sum(self.token_logprobs) + more, len(self.token_logprobs)
+                scored += more_scored
+        steering = self.steering
+        return Completion(
+            middle,
+            stop,
+            complete,
+            self.tokens,
+            self.times,
+            parser_us=self.parser_us,
+            logprob=logprob,
+            scored_tokens=scored,
+            steered=0 if steering is None else steering.steered,
+            rescued=self.rescued,
+            witness=witness,
+            steer_us=[] if steering is None else steering.spent_us,
+            token_ids=self.token_ids,
+            token_logprobs=self.token_logprobs,
+            gaps=self.gaps,
+        )
 
     def _loop(self, generation: Generation) -> StopReason:
         while self.tokens < self.opts.max_tokens:
@@ -152,6 +224,8 @@ class Decoder:
             if self.stop_when_connected and self.middle and self._connected():
                 return StopReason.CONNECTED
             chosen = self._choose(generation.ranking())
+            if self.steering is not None and self.steering.gave_up:
+                return StopReason.MAX_TOKENS  # no candidate can finish within the budget
             if chosen is None:
                 return StopReason.NO_VIABLE_TOKEN
             token, is_end = chosen
@@ -160,23 +234,24 @@ class Decoder:
             self.tokens += 1
             if self.tokens == 1:
                 self.times.first_token = time.perf_counter()
-            if self.closed:
-                return StopReason.CONNECTED
+            if self.steering is not None and self.steering.finished:
+                return StopReason.STEERED
             try:
                 generation.advance(token)
             except Interrupted:  # a backend that waits on others was cancelled meanwhile
                 return self.stop.reason or StopReason.DEADLINE
         return StopReason.MAX_TOKENS
 
-    def _outcome(self, stop: StopReason) -> tuple[str, bool | None]:
-        """The middle to return and whether it is complete (None: not known)."""
+    def _outcome(self, stop: StopReason) -> tuple[str, bool | None, int]:
+        """The middle to return, whether it is complete (None: not known) and how many
+        of the tokens it holds."""
         if self.constrained and self.state is not None:
-            if stop in (StopReason.EOS, StopReason.CONNECTED):
-                return self.middle, True
-            return self.points.fallback(self.middle, self.held, self.state, self.stop)
+            if stop in (StopReason.EOS, StopReason.CONNECTED, StopReason.STEERED):
+                return self.middle, True, self.tokens
+            return self.points.fallback(self.middle, self.held, self.state, self.tokens, self.stop)
         if stop == StopReason.EOS and self.held:
-            return self.middle + self.held.decode("utf-8", errors="replace"), None
-        return self.middle, None
+            return self.middle + self.held.decode("utf-8", errors="replace"), None, self.tokens
+        return self.middle, None, self.tokens
 
     def _connected(self) -> bool:
         """The middle is complete and ends a line (see ``stop_when_connected``)."""
@@ -185,19 +260,38 @@ class Decoder:
         at_line_end = self.middle.endswith(("\n", "\r")) or self.right_starts_line
         return at_line_end and self.state.complete
 
+    def replay(self, tokens: Sequence[int], logprobs: Sequence[float]) -> bool:
+        """Take ``tokens`` (the start of an earlier generation of the same request, with
+        their log-probabilities) without choosing: where an alternative branches off.
+        Their boundaries are no stopping points.  False if one cannot be taken."""
+        for token, logprob in zip(tokens, logprobs):
+            got = self._text_of(token)
+            if got is None or self.state is None:
+                return False
+            text, held, owed = got
+            new_state = self.state.feed(text) if text else self.state
+            if not new_state.viable:
+                return False
+            self._take(token, text, held, owed, new_state, logprob, boundary=False)
+            self.tokens += 1
+        self.points.offset = self.tokens
+        return True
+
     # -- one step -----------------------------------------------------------
 
     def _choose(self, ranking: TokenRanking) -> Choice:
         """Pick the next token; returns (token, is_end_of_generation) or None."""
         order = self._candidates(ranking)
         if not self.constrained:
-            return self._model_choice(order)
+            return self._model_choice(order, ranking)
         self._parser_ns = 0
         if not self.held:
             self._note_stopping_point(ranking)
-        chosen = self._closing(order, ranking) if self._closing_due() else None
-        if chosen is None:
+        chosen = None if self.steering is None else self.steering.choose(order, ranking)
+        if chosen is None and not (self.steering is not None and self.steering.gave_up):
             chosen = self._first_viable(order, ranking)
+            if chosen is None:
+                chosen = self._further_down(order, ranking)
         self.parser_us.append(self._parser_ns / 1e3)
         return chosen
 
@@ -216,7 +310,7 @@ class Decoder:
         others = self.end_ids if self.constrained else np.union1d(self.end_ids, index.empty)
         return self.ranker.order_among(ranking, np.union1d(going_on, others))
 
-    def _model_choice(self, order: IdArray) -> Choice:
+    def _model_choice(self, order: IdArray, ranking: TokenRanking) -> Choice:
         """The model's own choice: the first candidate that keeps the healed prefix and
         the single-line rule (the top one, unless one of those rejects it)."""
         for token in order:
@@ -228,6 +322,8 @@ class Decoder:
                 continue
             self.middle += got[0]
             self.held, self.owed = got[1], got[2]
+            self.token_ids.append(tok)  # for the log-probability of the middle
+            self.token_logprobs.append(ranking.logprob(tok))
             return tok, False
         return None
 
@@ -245,15 +341,22 @@ class Decoder:
             done = self.state.complete
             self._parser_ns += time.perf_counter_ns() - t0
             if done:
-                self.points.found(score, self.middle)
+                self.points.found(score, self.middle, self.tokens)
 
-    def _first_viable(self, order: IdArray, ranking: TokenRanking) -> Choice:
+    def _first_viable(
+        self, order: IdArray, ranking: TokenRanking, until: float | None = None
+    ) -> Choice:
         """The first candidate that keeps the middle viable, or an end token where the
-        middle is complete."""
+        middle is complete (``until``: a ``perf_counter`` time to give up at)."""
         state = self.state
         assert state is not None
-        for token in order:
+        banned = self.banned.get(self.tokens, ())
+        for index, token in enumerate(order):
             tok = int(token)
+            if until is not None and index % _CLOCK_EVERY == 0 and time.perf_counter() > until:
+                return None
+            if tok in banned:
+                continue
             if self.backend.eog(tok):
                 # A model that never sees the text after the cursor ends where it thinks
                 # the file ends: right after the left context, that is no suggestion.
@@ -277,53 +380,31 @@ class Decoder:
                 ok = can_take_non_ascii(new_state)
             self._parser_ns += time.perf_counter_ns() - t0
             if ok:
-                self._take(text, held, owed, new_state, ranking.logprob(tok))
+                self.take(tok, text, held, owed, new_state, ranking, order)
                 return tok, False
         return None
 
-    def _closing_due(self) -> bool:
-        """Half the budget (``closing_share``) is spent and the middle was never complete."""
-        return (
-            self.closing_from is not None
-            and self.tokens >= self.closing_from
-            and self.points.best is None
-            and not self.owed
-        )
+    def further_order(self, order: IdArray, ranking: TokenRanking) -> IdArray:
+        """Up to ``further_down`` candidates below those of ``order``, most likely first
+        (none when ``order`` already holds the whole vocabulary)."""
+        extra = self.opts.further_down
+        if extra <= 0 or len(order) >= len(self.vocab):
+            return order[:0]
+        ranked = ranking.best(len(order) + extra)
+        further: IdArray = ranked[~np.isin(ranked, order)]
+        return further
 
-    def _closing(self, order: IdArray, ranking: TokenRanking) -> Choice:
-        """Take the best-ranked of the first few viable candidates that completes the
-        middle, if there is one."""
-        assert self.state is not None
-        t0 = time.perf_counter_ns()
-        closer = self._closing_candidate(order, self.state)
-        self._parser_ns += time.perf_counter_ns() - t0
-        if closer is None:
+    def _further_down(self, order: IdArray, ranking: TokenRanking) -> Choice:
+        """No candidate of the top k fits: the first that does further down the model's
+        ranking, within ``further_down_ms`` (the paper's suggestion [31])."""
+        further = self.further_order(order, ranking)
+        if not len(further):
             return None
-        tok, text, new_state = closer
-        self._take(text, b"", "", new_state, ranking.logprob(tok))
-        self.closed = True
-        return tok, False
-
-    def _closing_candidate(
-        self, order: IdArray, state: QuotientState
-    ) -> tuple[int, str, QuotientState] | None:
-        viable = 0
-        for token in order:
-            tok = int(token)
-            if self.backend.eog(tok) or not self.vocab[tok]:
-                continue
-            got = self._text_of(tok)
-            if got is None or got[1] or not got[0]:
-                continue  # incomplete character, or nothing to add
-            new_state = state.feed(got[0])
-            if not new_state.viable:
-                continue
-            if new_state.complete:
-                return tok, got[0], new_state
-            viable += 1
-            if viable >= self.opts.closing_candidates:
-                break
-        return None
+        until = time.perf_counter() + self.opts.further_down_ms / 1e3
+        chosen = self._first_viable(further, ranking, until)
+        if chosen is not None:
+            self.rescued += 1
+        return chosen
 
     # -- taking a token -----------------------------------------------------
 
@@ -331,13 +412,46 @@ class Decoder:
         """(middle text, held bytes, owed text) after ``token``, or None."""
         return token_text(self.vocab[token], self.held, self.owed, self.opts.single_line)
 
-    def _take(
-        self, text: str, held: bytes, owed: str, new_state: QuotientState, logprob: float
+    def take(
+        self,
+        token: int,
+        text: str,
+        held: bytes,
+        owed: str,
+        new_state: QuotientState,
+        ranking: TokenRanking,
+        order: IdArray,
     ) -> None:
-        """Append a chosen token's text to the middle."""
+        """Take a candidate chosen from ``order`` (best first) at this step."""
+        logprob = ranking.logprob(token)
+        gap = float("inf")  # its lead over the best other candidate
+        for other in order[:2]:
+            if int(other) != token:
+                gap = logprob - ranking.logprob(int(other))
+                break
+        self._take(token, text, held, owed, new_state, logprob, gap)
+
+    def _take(
+        self,
+        token: int,
+        text: str,
+        held: bytes,
+        owed: str,
+        new_state: QuotientState,
+        logprob: float,
+        gap: float = float("inf"),
+        *,
+        boundary: bool = True,
+    ) -> None:
+        """Append a token's text to the middle (``boundary``: the middle before it is a
+        place to stop at)."""
         assert self.state is not None
         self.logprob += logprob
-        self.points.passed(self.middle, self.state)  # the middle that ``state`` is for
+        if boundary:
+            self.points.passed(self.middle, self.state)  # the middle that ``state`` is for
         self.middle += text
         self.held, self.owed = held, owed
         self.state = new_state
+        self.token_ids.append(token)
+        self.token_logprobs.append(logprob)
+        self.gaps.append(gap)

@@ -29,12 +29,22 @@ class DecodeOptions:
     #: models without FIM tokens, which never see the right context and so
     #: would go on to write what already follows the cursor.
     stop_when_connected: bool | None = None
-    #: Closing: once this share of ``max_tokens`` is spent and the middle has never
-    #: been complete, each step prefers, among the first ``closing_candidates`` viable
-    #: candidates in the model's order, one after which the middle is complete, and
-    #: stops there.  0 disables it.
-    closing_share: float = 0.5
-    closing_candidates: int = 8
+    #: Steering (``steering.py``): once the tokens left come near the distance to a
+    #: finish, take only candidates that keep a finish within the budget, preferring
+    #: those that bring it closer.  False: follow the model to the end of the budget.
+    steer: bool = True
+    #: When no candidate can still finish within the budget, end the middle with the
+    #: shortest finish the quotient finds (text the model did not write).
+    witness_ending: bool = False
+    #: The middle may not leave the bracket, string or block open at the cursor that
+    #: the right context closes (``quotient_parser/inside.py``); where no middle can,
+    #: the unrestricted quotient is used instead.  Only for a quotient ``generate``
+    #: builds itself: a quotient passed in carries its own.
+    stay_inside: bool = True
+    #: When none of the top k candidates fits, how many more of the model's ranking are
+    #: tried (most likely first), within ``further_down_ms``.  0: none.
+    further_down: int = 2048
+    further_down_ms: float = 50.0
     #: The file's path as the prompt names it, for model families whose prompts carry
     #: it (Mellum's ``<filename>path``); empty when unknown.
     file_path: str = ""

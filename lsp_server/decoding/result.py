@@ -92,7 +92,18 @@ class Completion:
 
     ``complete`` is None for the unconstrained modes, which do not know; ``healed`` is
     the text token healing took out of the prompt (the middle follows it);
-    ``parser_us`` holds the time spent in the quotient at each step.
+    ``parser_us`` holds the time spent in the quotient at each step, ``steer_us`` the
+    time steering spent on top of it (distances, candidates it weighed).
+
+    ``logprob`` is the model's log-probability of the tokens the returned middle holds
+    (``scored_tokens`` of them; a witness's tokens included).  ``steered`` counts the
+    tokens steering chose over the model's first viable one, ``rescued`` the steps whose
+    token came from further down the ranking than the top k, ``witness`` is the text a
+    witness ending appended (empty: the middle is all the model's), ``inside_fallback``
+    says that no middle could stay inside the construct at the cursor, so this one
+    was not held to it.  ``token_ids``, ``token_logprobs`` and ``gaps`` (the chosen
+    token's log-probability less the best other candidate's) are per step, for
+    branching into alternatives.
     """
 
     middle: str
@@ -103,8 +114,24 @@ class Completion:
     timings: Timings = field(default_factory=lambda: Timings(0, 0.0, 0.0))
     parser_us: list[float] = field(default_factory=list)
     healed: str = ""
+    logprob: float = 0.0
+    scored_tokens: int = 0
+    steered: int = 0
+    rescued: int = 0
+    witness: str = ""
+    inside_fallback: bool = False
+    steer_us: list[float] = field(default_factory=list)
+    token_ids: list[int] = field(default_factory=list)
+    token_logprobs: list[float] = field(default_factory=list)
+    gaps: list[float] = field(default_factory=list)
+
+    @property
+    def mean_logprob(self) -> float | None:
+        """The length-normalised log-probability: per token of the returned middle."""
+        return self.logprob / self.scored_tokens if self.scored_tokens else None
 
     def as_dict(self) -> dict[str, object]:
+        mean = self.mean_logprob
         return {
             "middle": self.middle,
             "stop_reason": self.stop_reason,
@@ -112,4 +139,9 @@ class Completion:
             "tokens": self.tokens,
             "timings": self.timings.as_dict(),
             "healed": self.healed,
+            "mean_logprob": None if mean is None else round(mean, 4),
+            "steered": self.steered,
+            "rescued": self.rescued,
+            "witness": self.witness,
+            "inside_fallback": self.inside_fallback,
         }

@@ -53,45 +53,53 @@ class StopCheck:
 
 
 class StoppingPoints:
-    """The best complete stopping point so far, and the token boundaries behind it."""
+    """The best complete stopping point so far, and the token boundaries behind it.
+
+    A point is (middle, tokens): the middle there and how many of the generation's
+    tokens it holds, so that its log-probability can be told.
+    """
 
     def __init__(self) -> None:
-        self.best: tuple[float, str] | None = None  # (score, middle)
+        self.best: tuple[float, str, int] | None = None  # (score, middle, tokens)
         #: (middle before a token, the quotient state after that middle), per token taken
         self.boundaries: list[tuple[str, QuotientState]] = []
+        #: tokens taken before the first boundary recorded (a replayed prefix)
+        self.offset = 0
 
     def could_improve(self, score: float) -> bool:
         """Whether stopping here with ``score`` would beat the best point: only then is
         the (costly) completeness check worth making."""
         return self.best is None or score > self.best[0]
 
-    def found(self, score: float, middle: str) -> None:
-        self.best = (score, middle)
+    def found(self, score: float, middle: str, tokens: int) -> None:
+        self.best = (score, middle, tokens)
 
     def passed(self, middle: str, state: QuotientState) -> None:
         """A token is taken after ``middle``, whose state is ``state``."""
         self.boundaries.append((middle, state))
 
     def fallback(
-        self, middle: str, held: bytes, state: QuotientState, stop: StopCheck
-    ) -> tuple[str, bool]:
-        """(middle, complete) to return when generation did not end by itself."""
+        self, middle: str, held: bytes, state: QuotientState, tokens: int, stop: StopCheck
+    ) -> tuple[str, bool, int]:
+        """(middle, complete, tokens it holds) to return when generation did not end by
+        itself; ``tokens`` are those of ``middle``."""
         if self.best is not None:
-            return self.best[1], True
+            return self.best[1], True, self.best[2]
         if not held and state.complete:
-            return middle, True
+            return middle, True, tokens
         # No token boundary was a valid end: look inside the tokens, longest first,
         # each cut once, from the state at the start of the token it falls in.
         # Bounded, and by the deadline: this runs after generation has stopped.
         budget = IN_TOKEN_STOP_CHECKS
         end = len(middle)
-        for before, at in reversed(self.boundaries):
+        for index in range(len(self.boundaries) - 1, -1, -1):
+            before, at = self.boundaries[index]
             for cut in range(end, len(before) - 1, -1):
                 budget -= 1
                 if budget < 0 or stop.past_deadline():
-                    return middle, False
+                    return middle, False, tokens
                 candidate = middle[:cut]
                 if at.feed(candidate[len(before) :]).complete:
-                    return candidate, True
+                    return candidate, True, self.offset + index + (cut > len(before))
             end = min(end, len(before) - 1)
-        return middle, False
+        return middle, False, tokens

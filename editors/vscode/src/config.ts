@@ -43,6 +43,8 @@ export interface ServerSettings {
   lineMode: (typeof LINE_MODES)[number];
   pythonVersion: (typeof PYTHON_VERSIONS)[number];
   maxDocumentChars: number;
+  stayInside: boolean;
+  witnessEnding: boolean;
   apiKey: string | null;
   serverApi: (typeof SERVER_APIS)[number];
   modelVocab: string | null;
@@ -64,6 +66,8 @@ export const DEFAULTS: Readonly<ServerSettings> = Object.freeze({
   lineMode: 'auto',
   pythonVersion: 'auto',
   maxDocumentChars: 2_000_000,
+  stayInside: true,
+  witnessEnding: false,
   apiKey: null,
   serverApi: 'auto',
   modelVocab: null,
@@ -106,6 +110,10 @@ export function readerFromObject(values: Record<string, unknown>): ConfigReader 
       return values[key] as T | undefined;
     },
   };
+}
+
+function boolean(value: unknown, fallback: boolean): boolean {
+  return typeof value === 'boolean' ? value : fallback;
 }
 
 function optionalString(value: unknown): string | null {
@@ -166,6 +174,8 @@ export function serverSettings(config: ConfigReader): ServerSettings {
       config.get('maxDocumentChars'),
       DEFAULTS.maxDocumentChars,
     ),
+    stayInside: boolean(config.get('stayInside'), DEFAULTS.stayInside),
+    witnessEnding: boolean(config.get('witnessEnding'), DEFAULTS.witnessEnding),
     apiKey: optionalString(config.get<unknown>('apiKey')),
     serverApi: choice(config.get('serverApi'), SERVER_APIS, DEFAULTS.serverApi),
     modelVocab: optionalString(config.get<unknown>('modelVocab')),

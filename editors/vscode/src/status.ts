@@ -26,6 +26,8 @@ export type ClientState = (typeof CLIENT_STATES)[number];
 export const STOP_REASONS = [
   'eos',
   'connected',
+  'steered',
+  'witness',
   'max_tokens',
   'no_viable_token',
   'deadline',

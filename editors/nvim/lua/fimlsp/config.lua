@@ -66,10 +66,12 @@ local function optional_string(v)
   return v == nil or v == vim.NIL or type(v) == "string", "a string"
 end
 
+local function boolean(v)
+  return type(v) == "boolean", "true or false"
+end
+
 M.server_settings = {
-  enable = function(v)
-    return type(v) == "boolean", "true or false"
-  end,
+  enable = boolean,
   model = optional_string,
   modelRepo = optional_string,
   modelFile = optional_string,
@@ -85,6 +87,8 @@ M.server_settings = {
   lineMode = one_of("auto", "single", "multi"),
   pythonVersion = one_of("auto", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15"),
   maxDocumentChars = int_in(1, 2147483648),
+  stayInside = boolean,
+  witnessEnding = boolean,
   apiKey = optional_string,
   serverApi = one_of("auto", "llama.cpp", "openai"),
   modelVocab = optional_string,

@@ -20,6 +20,8 @@ M.ENGINE_STATES = { "idle", "loading", "ready", "error", "disabled", "unavailabl
 M.STOP_REASONS = {
   "eos",
   "connected",
+  "steered",
+  "witness",
   "max_tokens",
   "no_viable_token",
   "deadline",

@@ -78,8 +78,10 @@ describe('serverSettings', () => {
       'modelVocab',
       'pythonVersion',
       'serverApi',
+      'stayInside',
       'threads',
       'topK',
+      'witnessEnding',
     ]);
   });
 
@@ -98,6 +100,8 @@ describe('serverSettings', () => {
         lineMode: 'single',
         pythonVersion: '3.8',
         maxDocumentChars: 1000,
+        stayInside: false,
+        witnessEnding: true,
         apiKey: 'sekrit',
         serverApi: 'openai',
         modelVocab: '/models/qwen-vocab.gguf',
@@ -118,10 +122,18 @@ describe('serverSettings', () => {
       lineMode: 'single',
       pythonVersion: '3.8',
       maxDocumentChars: 1000,
+      stayInside: false,
+      witnessEnding: true,
       apiKey: 'sekrit',
       serverApi: 'openai',
       modelVocab: '/models/qwen-vocab.gguf',
     });
+  });
+
+  test('a setting that is not a boolean falls back to the default', () => {
+    const settings = serverSettings(readerFromObject({ stayInside: 'no', witnessEnding: 1 }));
+    assert.equal(settings.stayInside, true);
+    assert.equal(settings.witnessEnding, false);
   });
 
   test('empty strings are "not set"', () => {

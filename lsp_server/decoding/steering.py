@@ -1,0 +1,294 @@
+"""Steering: spend the token budget knowing how far the middle is from a finish.
+
+The quotient tells, from any state, a lower bound on the characters a finish still
+needs (``QuotientState.distance()``, ``quotient_parser/finish.py``).  Converted to
+tokens with the model's characters per token on finishing text, it says when the
+budget runs short.  While tokens remain the loop follows the model; once the tokens
+left come within ``STEER_MARGIN`` of what a finish needs, each step takes, in the
+model's order, the first candidate that shortens the distance and keeps a finish
+within the tokens then left, else the first that keeps one; when the middle becomes
+complete that way, generation stops there (``StopReason.STEERED``).  Candidates
+further down the ranking are weighed when none of the top k will do.  A finish at
+hand is taken earlier: from half the budget on, while the middle has never been
+complete, a step takes one of its first few viable candidates that completes it.  While steering
+is far from due, the distance is looked at again only after a quarter of the tokens
+to spare (``RECHECK_SHARE``), which keeps its cost off most steps.
+
+When no candidate can finish within the budget, the middle stays the model's and the
+loop goes on (the best complete stopping point is returned), unless witness endings
+are allowed (``DecodeOptions.witness_ending``): then generation ends with the
+shortest finish the quotient finds (``QuotientState.witness``), scored under the
+model so that its log-probability counts (``StopReason.WITNESS``).
+
+This replaces "closing", which looked for a one-token finish once half the budget
+was spent: steering starts when the distance says so, works over several tokens,
+and knows when no finish is left within reach.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+import weakref
+from typing import TYPE_CHECKING
+
+from lexer.text import first_line
+from lsp_server.model.backend import Backend, Generation, IdArray, TokenRanking
+from lsp_server.model.errors import Interrupted, ModelError
+from lsp_server.status import StopReason
+from quotient_parser.finish import comment_or_continuation
+
+if TYPE_CHECKING:
+    from quotient_parser.quotient import QuotientState
+
+    from .loop import Choice, Decoder
+
+__all__ = ["STEER_MARGIN", "Steering", "finish_chars_per_token", "witness_ending"]
+
+#: Tokens of slack: steering starts when the tokens left are at most what a finish
+#: needs plus this many (the distance is a lower bound and the model's tokens rarely
+#: all shorten it).
+STEER_MARGIN = 3
+#: Finishes at hand: once this share of the budget is spent and the middle has never
+#: been complete, a step takes, among its first ``CLOSE_CANDIDATES`` viable candidates
+#: in the model's order, one after which the middle is complete, and stops there.
+CLOSE_SHARE = 0.5
+CLOSE_CANDIDATES = 8
+#: While steering is far from due, the distance is looked at again only after this
+#: share of the tokens to spare (a token rarely moves a finish by many tokens; the
+#: bound costs about as much as the parser's own step).
+RECHECK_SHARE = 0.25
+#: Finishes as the quotient's witnesses write them on the standard library's cuts
+#: (closers, a name, a line break and the indentation of an open block): the text
+#: whose characters per token convert a distance into tokens for a model.
+FINISH_SAMPLE = (
+    ")", "):", ")]", "])", "}", ")\n", "'", '")', '"""\n', ":", ",", "x)", "((",
+    "\n", "\n    ", "        (", "           try:", "\nif x:", " in x:", ":x\n",
+    "x\n", " else x", "]]]", "):\n        pass\n", "x%", "->x:",
+)  # fmt: skip
+#: Time a witness ending may search (also bounded by the deadline).
+WITNESS_SECONDS = 0.3
+#: Tokens of a witness ending scored under the model at most.
+WITNESS_SCORED_TOKENS = 24
+
+_CHARS_PER_TOKEN: weakref.WeakKeyDictionary[object, float] = weakref.WeakKeyDictionary()
+
+
+def finish_chars_per_token(backend: Backend) -> float:
+    """Characters per token of ``backend``'s tokenizer on finishing text (measured once
+    per backend on ``FINISH_SAMPLE``; at least 1)."""
+    try:
+        known = _CHARS_PER_TOKEN.get(backend)
+    except TypeError:  # a backend that cannot be weakly referenced
+        known = None
+    if known is not None:
+        return known
+    chars = tokens = 0
+    for text in FINISH_SAMPLE:
+        ids = backend.tokenize(text)
+        if ids:
+            chars += len(text)
+            tokens += len(ids)
+    measured = max(1.0, chars / tokens) if tokens else 1.0
+    with contextlib.suppress(TypeError):
+        _CHARS_PER_TOKEN[backend] = measured
+    return measured
+
+
+class Steering:
+    """A decoder's steering: when to steer, which candidate to take, and counts."""
+
+    def __init__(self, decoder: Decoder) -> None:
+        self.decoder = decoder
+        self.chars_per_token = finish_chars_per_token(decoder.backend)
+        #: R's first line has text that a comment or continuation the middle opens
+        #: would swallow or join: no finish that way is worth aiming at
+        right = "" if decoder.state is None else decoder.state.quotient.right
+        self.right_line_has_text = bool(first_line(right).strip())
+        #: tokens taken that were not the model's first viable choice
+        self.steered = 0
+        #: the middle became complete while steering: stop there
+        self.finished = False
+        #: no candidate can finish within the budget and witness endings are allowed
+        self.gave_up = False
+        #: time spent deciding, per step (microseconds; one per step, like the parser's)
+        self.spent_us: list[float] = []
+        #: the step before which the distance need not be looked at again
+        self._next_look = 0
+
+    def need(self, distance: int) -> int:
+        """Tokens a finish of at least ``distance`` characters is expected to take."""
+        return math.ceil(distance / self.chars_per_token)
+
+    def choose(self, order: IdArray, ranking: TokenRanking) -> Choice:
+        """The token steering takes at this step, or None to let the model choose (not
+        due, or nothing fits; ``gave_up`` tells the latter when it ends generation)."""
+        dec = self.decoder
+        t0 = time.perf_counter_ns()
+        try:
+            if dec.owed or dec.held or dec.state is None:
+                return None  # the healed text and whole characters come first
+            return self._choose(dec.state, order, ranking)
+        finally:
+            self.spent_us.append((time.perf_counter_ns() - t0) / 1e3)
+
+    def _choose(self, state: QuotientState, order: IdArray, ranking: TokenRanking) -> Choice:
+        dec = self.decoder
+        if dec.tokens >= dec.opts.max_tokens * CLOSE_SHARE and dec.points.best is None:
+            closer = self._close(state, order, ranking)
+            if closer is not None:
+                return closer
+        if dec.tokens < self._next_look:
+            return None
+        left = dec.opts.max_tokens - dec.tokens  # this step's token included
+        distance = state.distance(natural=True)
+        spare = left - self.need(distance) - STEER_MARGIN
+        if spare > 0:
+            self._next_look = dec.tokens + int(spare * RECHECK_SHARE)
+            return None
+        chosen = self._weigh(state, distance, left - 1, order, ranking)
+        if chosen is None:
+            further = dec.further_order(order, ranking)
+            chosen = self._weigh(state, distance, left - 1, further, ranking, within_ms=True)
+            if chosen is not None:
+                dec.rescued += 1
+        if chosen is None:
+            self.gave_up = dec.opts.witness_ending
+        return chosen
+
+    def _close(self, state: QuotientState, order: IdArray, ranking: TokenRanking) -> Choice:
+        """The first of the first few viable candidates after which the middle is
+        complete, taken (None: none of them)."""
+        dec = self.decoder
+        banned = dec.banned.get(dec.tokens, ())
+        viable = 0
+        first_viable: int | None = None
+        for token in order:
+            tok = int(token)
+            if tok in banned or dec.backend.eog(tok) or not dec.vocab[tok]:
+                continue
+            got = dec._text_of(tok)
+            if got is None or got[1] or not got[0]:
+                continue  # no text, or a character left incomplete
+            new_state = state.feed(got[0])
+            if not new_state.viable:
+                continue
+            if first_viable is None:
+                first_viable = tok
+            if new_state.complete:
+                return self._take(tok, got[0], new_state, ranking, order, first_viable)
+            viable += 1
+            if viable >= CLOSE_CANDIDATES:
+                break
+        return None
+
+    def _weigh(
+        self,
+        state: QuotientState,
+        distance: int,
+        after: int,
+        order: IdArray,
+        ranking: TokenRanking,
+        within_ms: bool = False,
+    ) -> Choice:
+        """Among ``order``, in the model's order: an end token where the middle is
+        complete, else the first candidate that shortens the distance and leaves a
+        finish within ``after`` tokens, else the first that leaves one (``within_ms``:
+        give up after the options' ``further_down_ms``)."""
+        dec = self.decoder
+        banned = dec.banned.get(dec.tokens, ())
+        stop_at = time.perf_counter() + dec.opts.further_down_ms / 1e3 if within_ms else None
+        fallback: tuple[int, str, QuotientState] | None = None
+        first_viable: int | None = None
+        for index, token in enumerate(order):
+            tok = int(token)
+            if stop_at is not None and index % 16 == 0 and time.perf_counter() > stop_at:
+                break
+            if tok in banned:
+                continue
+            if dec.backend.eog(tok):
+                if distance == 0:
+                    return tok, True
+                continue
+            got = dec._text_of(tok)
+            if got is None or got[1] or not got[0] or not dec.vocab[tok]:
+                continue  # no text, or a character left incomplete: not measurable
+            new_state = state.feed(got[0])
+            if not new_state.viable:
+                continue
+            if first_viable is None:
+                first_viable = tok
+            if self.right_line_has_text and _opens_comment(state, new_state):
+                continue
+            new_distance = new_state.distance(natural=True)
+            if self.need(new_distance) > after:
+                continue
+            if new_distance < distance:
+                return self._take(tok, got[0], new_state, ranking, order, first_viable)
+            if fallback is None:
+                fallback = (tok, got[0], new_state)
+        if fallback is None:
+            return None
+        tok, text, new_state = fallback
+        return self._take(tok, text, new_state, ranking, order, first_viable)
+
+    def _take(
+        self,
+        tok: int,
+        text: str,
+        new_state: QuotientState,
+        ranking: TokenRanking,
+        order: IdArray,
+        first_viable: int | None,
+    ) -> Choice:
+        if tok != first_viable:
+            self.steered += 1
+        self.decoder.take(tok, text, b"", "", new_state, ranking, order)
+        if new_state.complete:
+            self.finished = True
+        return tok, False
+
+
+def _opens_comment(before: QuotientState, after: QuotientState) -> bool:
+    """Whether the step from ``before`` to ``after`` opened a comment or a backslash
+    continuation (which would swallow R's first line or join it to this one)."""
+    lex = after.state.lex
+    if lex is None or not comment_or_continuation(lex.pending):
+        return False
+    previous = before.state.lex
+    return previous is None or not comment_or_continuation(previous.pending)
+
+
+def witness_ending(
+    decoder: Decoder, generation: Generation, stop: StopReason
+) -> tuple[str, float, int] | None:
+    """The shortest finish of the decoder's middle, and its log-probability under the
+    model and how many of its tokens that covers; None when none is found in time (or
+    the request was cancelled)."""
+    state = decoder.state
+    if state is None or stop == StopReason.CANCELLED:
+        return None
+    seconds = WITNESS_SECONDS
+    if decoder.stop.deadline is not None:
+        seconds = min(seconds, decoder.stop.deadline - time.perf_counter())
+    if seconds <= 0:
+        return None
+    found = state.witness(max_seconds=seconds)
+    if found.text is None:
+        return None
+    logprob, scored = 0.0, 0
+    if not decoder.held:  # the generation stands right after the middle
+        previous = None
+        try:
+            for token in decoder.backend.tokenize(found.text)[:WITNESS_SCORED_TOKENS]:
+                if decoder.stop():
+                    break
+                if previous is not None:
+                    generation.advance(previous)
+                logprob += generation.ranking().logprob(token)
+                scored += 1
+                previous = token
+        except (Interrupted, ModelError):  # scoring is a figure: the witness stands
+            pass
+    return found.text, logprob, scored
