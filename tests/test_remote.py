@@ -222,7 +222,7 @@ def test_token_healing_looks_beyond_the_top_n(
     """With the cursor inside a word the decoder needs the best token that writes the word's
     end, wherever it ranks: a probe for the whole vocabulary finds what the in-process
     model finds."""
-    options = DecodeOptions(max_tokens=12, token_healing=True)
+    options = DecodeOptions(max_tokens=12, token_healing=True, further_down=0)
     in_word = [(left, right) for left, right in cuts if left[-1:].isalnum()]
     in_word.append(("def add(first, second):\n    return fir", "\n"))
     with open_remote(stopping_server.url, wide_probs=1 << 20) as remote:
@@ -248,7 +248,7 @@ def test_characters_split_over_tokens(
         open_remote(running.url, wide_probs=1 << 20) as remote,
     ):
         for mode in ("unconstrained", "constrained"):
-            options = DecodeOptions(mode=mode, max_tokens=6, token_healing=False)
+            options = DecodeOptions(mode=mode, max_tokens=6, token_healing=False, further_down=0)
             expected = generate(model, left, right, options, target=target)
             got = generate(remote, left, right, options, target=target)
             assert_same_generation(got, expected)
@@ -263,7 +263,7 @@ def test_the_openai_api_gives_the_same_middles(
     cuts: list[tuple[str, str]],
     target: tuple[int, int],
 ) -> None:
-    options = DecodeOptions(max_tokens=12, token_healing=False)
+    options = DecodeOptions(max_tokens=12, token_healing=False, further_down=0)
     # An OpenAI client's base URL ends in /v1: the same server.
     with open_remote(f"{stopping_server.url}/v1/", server_api="openai") as openai:
         assert openai.client.api == "openai" and openai.client.url == stopping_server.url
@@ -280,7 +280,7 @@ def test_several_clients_on_one_server_get_their_own_middles(
     cuts: list[tuple[str, str]],
     target: tuple[int, int],
 ) -> None:
-    options = DecodeOptions(max_tokens=12, token_healing=False)
+    options = DecodeOptions(max_tokens=12, token_healing=False, further_down=0)
     alone = [
         _outcome(generate(remote_stopping, left, right, options, target=target))
         for left, right in cuts
