@@ -44,7 +44,13 @@ if TYPE_CHECKING:
 
     from .loop import Choice, Decoder
 
-__all__ = ["STEER_MARGIN", "Steering", "finish_chars_per_token", "witness_ending"]
+__all__ = [
+    "STEER_MARGIN",
+    "Steering",
+    "dead_line_end",
+    "finish_chars_per_token",
+    "witness_ending",
+]
 
 #: Tokens of slack: steering starts when the tokens left are at most what a finish
 #: needs plus this many (the distance is a lower bound and the model's tokens rarely
@@ -67,6 +73,13 @@ FINISH_SAMPLE = (
     "\n", "\n    ", "        (", "           try:", "\nif x:", " in x:", ":x\n",
     "x\n", " else x", "]]]", "):\n        pass\n", "x%", "->x:",
 )  # fmt: skip
+#: Steering asks for a witness (an upper bound on what a finish needs, and a path
+#: to one) once the tokens to spare by the lower bound are at most this many.
+WITNESS_HORIZON = 8
+#: A steering witness search's bound in states expanded (deterministic), and its
+#: safety cap in time.
+WITNESS_NODES = 300
+WITNESS_STEER_SECONDS = 0.05
 #: Time a witness ending may search (also bounded by the deadline).
 WITNESS_SECONDS = 0.3
 #: Tokens of a witness ending scored under the model at most.
@@ -116,6 +129,8 @@ class Steering:
         self.spent_us: list[float] = []
         #: the step before which the distance need not be looked at again
         self._next_look = 0
+        #: the last witness asked for: (the state, its finish or None)
+        self._witness: tuple[QuotientState, str | None] | None = None
 
     def need(self, distance: int) -> int:
         """Tokens a finish of at least ``distance`` characters is expected to take."""
@@ -143,10 +158,25 @@ class Steering:
             return None
         left = dec.opts.max_tokens - dec.tokens  # this step's token included
         distance = state.distance(natural=True)
-        spare = left - self.need(distance) - STEER_MARGIN
+        need = self.need(distance)
+        witness = None
+        if left - need - STEER_MARGIN <= WITNESS_HORIZON:
+            witness = self.witness(state)
+            if witness is not None:
+                need = max(need, self.witness_tokens(witness))
+        spare = left - need - STEER_MARGIN
         if spare > 0:
             self._next_look = dec.tokens + int(spare * RECHECK_SHARE)
             return None
+        chosen = None
+        if witness is not None:
+            chosen = self._follow(state, witness, order, ranking)
+            if chosen is None:
+                chosen = self._follow(state, witness, dec.further_order(order, ranking), ranking)
+                if chosen is not None:
+                    dec.rescued += 1
+            if chosen is not None:
+                return chosen
         chosen = self._weigh(state, distance, left - 1, order, ranking)
         if chosen is None:
             further = dec.further_order(order, ranking)
@@ -156,6 +186,60 @@ class Steering:
         if chosen is None:
             self.gave_up = dec.opts.witness_ending
         return chosen
+
+    def witness(self, state: QuotientState) -> str | None:
+        """A finish of ``state`` (the rest of the one steering follows, or a new search
+        bounded by ``WITNESS_NODES``); None when none is found."""
+        known = self._witness
+        if known is not None and known[0] is state:
+            return known[1]
+        found = state.witness(max_nodes=WITNESS_NODES, max_seconds=WITNESS_STEER_SECONDS)
+        self._witness = (state, found.text)
+        return found.text
+
+    def known_witness(self, state: QuotientState) -> str | None:
+        """The finish steering last found for ``state``, if it asked for that state."""
+        known = self._witness
+        return known[1] if known is not None and known[0] is state else None
+
+    def witness_tokens(self, text: str) -> int:
+        """Tokens the model's vocabulary writes ``text`` in (an upper bound on what a
+        finish needs from here)."""
+        return len(self.decoder.backend.tokenize(text)) if text else 0
+
+    def _follow(
+        self, state: QuotientState, witness: str, order: IdArray, ranking: TokenRanking
+    ) -> Choice:
+        """The first candidate, in the model's order, whose text begins the finish
+        ``witness`` (or writes it whole and completes the middle); what is left of the
+        witness stays known for the next step."""
+        dec = self.decoder
+        banned = dec.banned.get(dec.tokens, ())
+        first_viable: int | None = None
+        for token in order:
+            tok = int(token)
+            if tok in banned or dec.backend.eog(tok) or not dec.vocab[tok]:
+                continue
+            got = dec._text_of(tok)
+            if got is None or got[1] or not got[0]:
+                continue
+            text = got[0]
+            if witness.startswith(text):
+                new_state = state.feed(text)
+                if new_state.viable:
+                    self._witness = (new_state, witness[len(text) :])
+                    if first_viable is None:
+                        first_viable = tok
+                    return self._take(tok, text, new_state, ranking, order, first_viable)
+            elif text.startswith(witness):
+                new_state = state.feed(text)
+                if new_state.complete:
+                    if first_viable is None:
+                        first_viable = tok
+                    return self._take(tok, text, new_state, ranking, order, first_viable)
+            if first_viable is None and state.feed(text).viable:
+                first_viable = tok
+        return None
 
     def _close(self, state: QuotientState, order: IdArray, ranking: TokenRanking) -> Choice:
         """The first of the first few viable candidates after which the middle is
@@ -260,6 +344,16 @@ def _opens_comment(before: QuotientState, after: QuotientState) -> bool:
     return previous is None or not comment_or_continuation(previous.pending)
 
 
+def dead_line_end(before: QuotientState, after: QuotientState) -> bool:
+    """Whether the step from ``before`` to ``after`` opened a comment or a backslash
+    continuation that nothing can follow: only a line break may come next, and the
+    middle cannot take one (``from x #...``), nor is it complete with R's first line
+    swallowed.  The quotient's viability, a left-prefix test, does not see this."""
+    if not _opens_comment(before, after):
+        return False
+    return not after.feed("\n").viable and not after.complete
+
+
 def witness_ending(
     decoder: Decoder, generation: Generation, stop: StopReason
 ) -> tuple[str, float, int] | None:
@@ -274,14 +368,15 @@ def witness_ending(
         seconds = min(seconds, decoder.stop.deadline - time.perf_counter())
     if seconds <= 0:
         return None
-    found = state.witness(max_seconds=seconds)
-    if found.text is None:
+    known = None if decoder.steering is None else decoder.steering.known_witness(state)
+    text = known if known is not None else state.witness(max_seconds=seconds).text
+    if text is None:
         return None
     logprob, scored = 0.0, 0
     if not decoder.held:  # the generation stands right after the middle
         previous = None
         try:
-            for token in decoder.backend.tokenize(found.text)[:WITNESS_SCORED_TOKENS]:
+            for token in decoder.backend.tokenize(text)[:WITNESS_SCORED_TOKENS]:
                 if decoder.stop():
                     break
                 if previous is not None:
@@ -291,4 +386,4 @@ def witness_ending(
                 previous = token
         except (Interrupted, ModelError):  # scoring is a figure: the witness stands
             pass
-    return found.text, logprob, scored
+    return text, logprob, scored
