@@ -10,9 +10,23 @@ within the tokens then left, else the first that keeps one; when the middle beco
 complete that way, generation stops there (``StopReason.STEERED``).  Candidates
 further down the ranking are weighed when none of the top k will do.  A finish at
 hand is taken earlier: from half the budget on, while the middle has never been
-complete, a step takes one of its first few viable candidates that completes it.  While steering
-is far from due, the distance is looked at again only after a quarter of the tokens
+complete, a step takes one of its first few viable candidates that completes it.
+While steering is far from due, the distance is looked at again only after a quarter of the tokens
 to spare (``RECHECK_SHARE``), which keeps its cost off most steps.
+
+The lower bound is loose where a finish must end the statement at the cursor and
+begin the one R's first line needs, so near the end of the budget steering also asks
+for a witness (``QuotientState.witness``, bounded by ``WITNESS_NODES`` states): its
+length in the model's tokens is an upper bound on what a finish needs, and steering
+is due when the tokens left come within ``STEER_MARGIN`` of the larger of the two.
+With a witness, each steering step takes, in the model's order, the first candidate
+whose text begins the witness's (what is left of it stays the witness of the next
+step, so it is searched once); only without one does the lower bound choose.
+
+A candidate that opens a comment or a backslash continuation after which no line
+break can come (``from x #``) is never taken (``dead_line_end``): the quotient's
+viability, a left-prefix test, would let the model write such a comment to the end
+of the budget.
 
 When no candidate can finish within the budget, the middle stays the model's and the
 loop goes on (the best complete stopping point is returned), unless witness endings
@@ -79,7 +93,7 @@ WITNESS_HORIZON = 8
 #: A steering witness search's bound in states expanded (deterministic), and its
 #: safety cap in time.
 WITNESS_NODES = 300
-WITNESS_STEER_SECONDS = 0.05
+WITNESS_STEER_SECONDS = 0.25
 #: Time a witness ending may search (also bounded by the deadline).
 WITNESS_SECONDS = 0.3
 #: Tokens of a witness ending scored under the model at most.
