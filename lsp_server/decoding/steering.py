@@ -45,6 +45,7 @@ import contextlib
 import math
 import time
 import weakref
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from lexer.text import first_line
@@ -227,17 +228,8 @@ class Steering:
         """The first candidate, in the model's order, whose text begins the finish
         ``witness`` (or writes it whole and completes the middle); what is left of the
         witness stays known for the next step."""
-        dec = self.decoder
-        banned = dec.banned.get(dec.tokens, ())
         first_viable: int | None = None
-        for token in order:
-            tok = int(token)
-            if tok in banned or dec.backend.eog(tok) or not dec.vocab[tok]:
-                continue
-            got = dec._text_of(tok)
-            if got is None or got[1] or not got[0]:
-                continue
-            text = got[0]
+        for tok, text in self._whole_texts(order):
             if witness.startswith(text):
                 new_state = state.feed(text)
                 if new_state.viable:
@@ -255,27 +247,32 @@ class Steering:
                 first_viable = tok
         return None
 
-    def _close(self, state: QuotientState, order: IdArray, ranking: TokenRanking) -> Choice:
-        """The first of the first few viable candidates after which the middle is
-        complete, taken (None: none of them)."""
+    def _whole_texts(self, order: IdArray) -> Iterator[tuple[int, str]]:
+        """The candidates of ``order`` not banned at this step that write text and leave
+        no character incomplete, with their text."""
         dec = self.decoder
         banned = dec.banned.get(dec.tokens, ())
-        viable = 0
-        first_viable: int | None = None
         for token in order:
             tok = int(token)
             if tok in banned or dec.backend.eog(tok) or not dec.vocab[tok]:
                 continue
             got = dec._text_of(tok)
-            if got is None or got[1] or not got[0]:
-                continue  # no text, or a character left incomplete
-            new_state = state.feed(got[0])
+            if got is not None and not got[1] and got[0]:
+                yield tok, got[0]
+
+    def _close(self, state: QuotientState, order: IdArray, ranking: TokenRanking) -> Choice:
+        """The first of the first few viable candidates after which the middle is
+        complete, taken (None: none of them)."""
+        viable = 0
+        first_viable: int | None = None
+        for tok, text in self._whole_texts(order):
+            new_state = state.feed(text)
             if not new_state.viable:
                 continue
             if first_viable is None:
                 first_viable = tok
             if new_state.complete:
-                return self._take(tok, got[0], new_state, ranking, order, first_viable)
+                return self._take(tok, text, new_state, ranking, order, first_viable)
             viable += 1
             if viable >= CLOSE_CANDIDATES:
                 break
