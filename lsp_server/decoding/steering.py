@@ -91,10 +91,11 @@ FINISH_SAMPLE = (
 #: Steering asks for a witness (an upper bound on what a finish needs, and a path
 #: to one) once the tokens to spare by the lower bound are at most this many.
 WITNESS_HORIZON = 8
-#: A steering witness search's bound in states expanded (deterministic), and its
-#: safety cap in time.
+#: A steering witness search's bound in states expanded (what makes the answer the
+#: same on any machine and under any load), and its safety cap in time (also the
+#: request's deadline).
 WITNESS_NODES = 300
-WITNESS_STEER_SECONDS = 0.25
+WITNESS_STEER_SECONDS = 2.0
 #: Time a witness ending may search (also bounded by the deadline).
 WITNESS_SECONDS = 0.3
 #: Tokens of a witness ending scored under the model at most.
@@ -208,7 +209,11 @@ class Steering:
         known = self._witness
         if known is not None and known[0] is state:
             return known[1]
-        found = state.witness(max_nodes=WITNESS_NODES, max_seconds=WITNESS_STEER_SECONDS)
+        seconds = WITNESS_STEER_SECONDS
+        deadline = self.decoder.stop.deadline
+        if deadline is not None:
+            seconds = max(0.0, min(seconds, deadline - time.perf_counter()))
+        found = state.witness(max_nodes=WITNESS_NODES, max_seconds=seconds)
         self._witness = (state, found.text)
         return found.text
 
