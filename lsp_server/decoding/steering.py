@@ -16,7 +16,8 @@ to spare (``RECHECK_SHARE``), which keeps its cost off most steps.
 
 The lower bound is loose where a finish must end the statement at the cursor and
 begin the one R's first line needs, so near the end of the budget steering also asks
-for a witness (``QuotientState.witness``, bounded by ``WITNESS_NODES`` states): its
+for a witness (``QuotientState.witness``, bounded by ``WITNESS_NODES`` states; after
+``WITNESS_MISSES`` searches that found none, no more are made): its
 length in the model's tokens is an upper bound on what a finish needs, and steering
 is due when the tokens left come within ``STEER_MARGIN`` of the larger of the two.
 With a witness, each steering step takes, in the model's order, the first candidate
@@ -94,8 +95,11 @@ WITNESS_HORIZON = 8
 #: A steering witness search's bound in states expanded (what makes the answer the
 #: same on any machine and under any load), and its safety cap in time (also the
 #: request's deadline).
-WITNESS_NODES = 300
-WITNESS_STEER_SECONDS = 2.0
+WITNESS_NODES = 150
+WITNESS_STEER_SECONDS = 0.5
+#: Searches that found no witness after which a generation asks for none again (the
+#: cut is one the search cannot finish; the lower bound steers alone from then on).
+WITNESS_MISSES = 2
 #: Time a witness ending may search (also bounded by the deadline).
 WITNESS_SECONDS = 0.3
 #: Tokens of a witness ending scored under the model at most.
@@ -147,6 +151,7 @@ class Steering:
         self._next_look = 0
         #: the last witness asked for: (the state, its finish or None)
         self._witness: tuple[QuotientState, str | None] | None = None
+        self._misses = 0  # witness searches that found nothing
 
     def need(self, distance: int) -> int:
         """Tokens a finish of at least ``distance`` characters is expected to take."""
@@ -209,12 +214,15 @@ class Steering:
         known = self._witness
         if known is not None and known[0] is state:
             return known[1]
+        if self._misses >= WITNESS_MISSES:
+            return None
         seconds = WITNESS_STEER_SECONDS
         deadline = self.decoder.stop.deadline
         if deadline is not None:
             seconds = max(0.0, min(seconds, deadline - time.perf_counter()))
         found = state.witness(max_nodes=WITNESS_NODES, max_seconds=seconds)
         self._witness = (state, found.text)
+        self._misses += found.text is None
         return found.text
 
     def known_witness(self, state: QuotientState) -> str | None:
