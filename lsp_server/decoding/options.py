@@ -45,7 +45,7 @@ class DecodeOptions:
     #: tried (most likely first).  0: none.  The count bounds the search, so the answer
     #: does not depend on the machine's speed or load; ``further_down_ms`` is only a
     #: safety cap on a pathologically slow step.
-    further_down: int = 1024
+    further_down: int = 512
     further_down_ms: float = 1000.0
     #: The file's path as the prompt names it, for model families whose prompts carry
     #: it (Mellum's ``<filename>path``); empty when unknown.
