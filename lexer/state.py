@@ -17,7 +17,7 @@ from .errors import LexErrorCode as Code
 from .text import count_line_ends, last_line_start
 from .version import NEWEST, TargetLike, TargetVersion
 
-__all__ = ["LexError", "LexState", "Symbol"]
+__all__ = ["LONGEST_KEYWORD", "LexError", "LexState", "Symbol"]
 
 _FORBIDDEN_RE = re.compile("[\x00\ud800-\udfff]")
 #: A run of identifier characters (``is_id_char``): one C call instead of one Python
@@ -333,7 +333,9 @@ _NUMBER = frozenset(("NUMBER",))
 _STRING = frozenset(("STRING",))
 
 _NAME = frozenset(("NAME",))
-_LONGEST_KIND_WORD = max(
+#: The longest keyword or string prefix of any target: a longer name is a NAME
+#: whatever is appended to it.
+LONGEST_KEYWORD = max(
     len(word)
     for tables in (KEYWORD_KINDS, PREFIX_KINDS)
     for table in tables.values()
@@ -346,7 +348,7 @@ _op_cache: dict[tuple[str, bool], frozenset[str] | None] = {}
 
 def _name_kinds(ver: int, word: str) -> frozenset[str]:
     """NAME, the keywords ``word`` begins, and literals it may prefix."""
-    if len(word) > _LONGEST_KIND_WORD:
+    if len(word) > LONGEST_KEYWORD:
         return _NAME  # longer than any keyword or string prefix it could begin
     key = (ver, word)
     kinds = _name_cache.get(key)
