@@ -83,8 +83,8 @@ class _Recorder:
                 recorder.by_family.setdefault(recorder.family, []).append(row)
             return result
 
-        setattr(Decoder, "_text_of", counting)
-        setattr(Decoder, "_choose", choosing)
+        for name, wrapper in (("_text_of", counting), ("_choose", choosing)):
+            setattr(Decoder, name, wrapper)
         return self
 
     def __exit__(self, *exc: object) -> None:
