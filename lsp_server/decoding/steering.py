@@ -190,7 +190,7 @@ class Steering:
             self._next_look = dec.tokens + int(spare * RECHECK_SHARE)
             return None
         chosen = None
-        if witness is not None:
+        if witness:  # an empty one: the middle is complete, an end token comes first
             chosen = self._follow(state, witness, order, ranking)
             if chosen is None:
                 chosen = self._follow(state, witness, dec.further_order(order, ranking), ranking)
