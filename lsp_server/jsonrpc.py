@@ -63,10 +63,12 @@ if typing.TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_CONTENT_LENGTH",
+    "LARGE_BODY",
     "Body",
     "FrameReader",
     "JsonRpcGuard",
     "Oversized",
+    "Parsed",
     "harden",
     "serve_stdio",
     "serve_tcp",
@@ -398,6 +400,14 @@ def decode_body(data: bytes) -> Any:
         return json.loads(text[: exc.pos])
 
 
+@dataclass(frozen=True)
+class Parsed:
+    """A body parsed off the event loop: its value, or why it is not JSON."""
+
+    value: Any
+    error: ValueError | None = None
+
+
 def sniff_id(head: bytes) -> int | str | None:
     """The id of a message that cannot be parsed whole, when it is the first member
     (or follows ``"jsonrpc"``, as clients write it): a client waiting for that
@@ -476,35 +486,34 @@ class JsonRpcGuard(LanguageServerProtocol):
 
     # ------------------------------------------------------------ bodies
 
-    def parse_large_body(self, data: bytes) -> Any:
-        """A large body's value (or the ``ValueError`` met), parsed in pieces and
-        prepared; called on a thread (see :func:`_serve_stream`)."""
+    def parse_large_body(self, data: bytes) -> Parsed:
+        """A large body parsed in pieces and prepared; called on a thread (see
+        :func:`_serve_stream`), then passed to :meth:`receive_body` on the loop."""
         try:
             message = loads_in_pieces(data)
         except json.JSONDecodeError as exc:
             if exc.msg != "Extra data":
-                return exc
+                return Parsed(None, exc)
             message = decode_body(data)  # logs and drops what follows the JSON
         except ValueError as exc:  # UnicodeDecodeError included
-            return exc
+            return Parsed(None, exc)
         try:
             self.prepare(message)
         except Exception:  # a preparation is only a head start: the handler does it all
             log.exception("cannot prepare a message")
-        return message
+        return Parsed(message)
 
     def prepare(self, message: Any) -> None:
         """Work a large message's handler would do on the event loop, done ahead on the
         parsing thread (a subclass indexes a document there); nothing by default."""
 
-    def receive_body(self, data: bytes, parsed: Any = _MISSING) -> None:
-        """One frame's body: parse it (unless ``parsed`` is its value, or the
-        ``ValueError`` parsing it met), check it, hand it to pygls.  Never raises
-        (except ``SystemExit`` from ``exit``)."""
+    def receive_body(self, data: bytes, parsed: Parsed | None = None) -> None:
+        """One frame's body: parse it (unless it was, off the loop), check it, hand it
+        to pygls.  Never raises (except ``SystemExit`` from ``exit``)."""
         try:
-            if isinstance(parsed, ValueError):
-                raise parsed
-            message = decode_body(data) if parsed is _MISSING else parsed
+            if parsed is not None and parsed.error is not None:
+                raise parsed.error
+            message = decode_body(data) if parsed is None else parsed.value
         except ValueError as exc:  # UnicodeDecodeError included
             self._reply_error(
                 sniff_id(data[:_HEAD_KEPT]),
@@ -856,7 +865,7 @@ async def _serve_stream(
         else:
             events = frames.feed(chunk) if chunk else frames.close()
         for event in events:
-            parsed: Any = _MISSING
+            parsed = None
             if isinstance(event, Body) and len(event.data) > LARGE_BODY:
                 parsed = await asyncio.to_thread(protocol.parse_large_body, event.data)
             try:
