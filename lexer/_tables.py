@@ -29,6 +29,7 @@ def max_paren_level(version: int) -> int:
     """The most nested brackets the target parses (``version``: major * 100 + minor)."""
     return MAX_PAREN_LEVEL_38 if version < 309 else MAX_PAREN_LEVEL
 
+
 _KWLIST = [
     *("False", "None", "True", "and", "as", "assert", "async", "await", "break", "class"),
     *("continue", "def", "del", "elif", "else", "except", "finally", "for", "from"),

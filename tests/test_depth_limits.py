@@ -34,8 +34,9 @@ def test_the_bracket_limit_is_the_interpreters(version: str) -> None:
         for call in ("", "f")
         for n in (limit, limit + 1)
     ]
+    joined = "\0".join(texts)
     run = subprocess.run(
-        [python, "-c", _VERDICTS], input="\0".join(texts), capture_output=True, text=True, check=True
+        [python, "-c", _VERDICTS], input=joined, capture_output=True, text=True, check=True
     )
     cpython = [line == "1" for line in run.stdout.split()]
     recognizer = Recognizer(version)
