@@ -161,20 +161,35 @@ class Recognizer:
 
     _cache: dict[TargetVersion, Recognizer] = {}
     #: The automaton interns every item set it meets (about 4 KB each) and the set of
-    #: those a long-running server meets keeps growing; past this many states the
-    #: next ``Recognizer(target)`` starts a new generation (a fresh automaton).
-    #: States of the old one keep working, and keep it alive, as long as they are
-    #: held (``QuotientBuilder`` moves to the new generation on its next build).
+    #: those a long-running server meets keeps growing.  This bounds the states of the
+    #: automata of all targets together (a server's own target, and the newer ones
+    #: its newer-syntax check feeds): past it, every target whose automaton holds more
+    #: than an even share starts a new generation (a fresh automaton) at its next
+    #: ``Recognizer(target)``.  States of an old one keep working, and keep it alive,
+    #: as long as they are held (``QuotientBuilder`` moves to the new generation on
+    #: its next build).
     max_states = 16_000
 
     def __new__(cls, target: TargetLike = NEWEST) -> Recognizer:
         version = TargetVersion.parse(target)
+        cls._retire_past_the_bound()
         cached = cls._cache.get(version)
-        if cached is None or cached.automaton.n_states > cls.max_states:
+        if cached is None:
             cached = super().__new__(cls)
             cached._setup(version)
             cls._cache[version] = cached
         return cached
+
+    @classmethod
+    def _retire_past_the_bound(cls) -> None:
+        """Over ``max_states`` in all: forget the generations holding more than their
+        share (even one no longer asked for, which would hold the total up)."""
+        cache = cls._cache
+        if sum(r.automaton.n_states for r in cache.values()) <= cls.max_states:
+            return
+        share = cls.max_states // max(1, len(cache))
+        for version in [v for v, r in cache.items() if r.automaton.n_states > share]:
+            del cache[version]
 
     def _setup(self, version: TargetVersion) -> None:
         self.version = version

@@ -60,6 +60,26 @@ def test_a_new_generation_past_the_bound(small_automata: None) -> None:
         assert second.recognize(source), source
 
 
+def test_the_bound_holds_for_all_targets_together(small_automata: None) -> None:
+    """The newer-syntax check feeds every target after the project's: their automata
+    count together, and one no longer asked for is retired too."""
+    versions = ["3.12", "3.13", "3.14", "3.15"]
+    for version in versions:
+        recognizer = Recognizer(version)
+        for source in SOURCES[:3]:
+            recognizer.initial().feed(source)
+    idle = weakref.ref(recognizer.automaton)  # 3.15's, grown past its share
+    del recognizer
+    for _ in range(3):  # the project's target goes on; 3.15 is not asked for again
+        for version in versions[:-1]:
+            for source in SOURCES:
+                Recognizer(version).initial().feed(source)
+            total = sum(r.automaton.n_states for r in Recognizer._cache.values())
+            assert total <= Recognizer.max_states + 400, total  # one target's growth over
+    gc.collect()
+    assert idle() is None
+
+
 def test_quotient_builders_move_to_the_new_generation(small_automata: None) -> None:
     builder = QuotientBuilder("3.12")
     old = builder.recognizer
