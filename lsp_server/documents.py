@@ -130,20 +130,21 @@ def line_starts(text: str) -> list[int]:
 
 class IndexedAhead:
     """Line indexes of texts about to be opened, computed off the event loop (while a
-    large message was parsed); a document takes the one made for its very text."""
+    large message was parsed); a document takes the one made for its very text, and
+    what the message did not take is dropped once it was handled (``clear``)."""
 
-    def __init__(self, keep: int = 4) -> None:
-        self._keep = keep
+    def __init__(self) -> None:
         self._indexes: dict[int, tuple[str, list[int]]] = {}  # by id(text)
 
     def put(self, text: str) -> None:
         self._indexes[id(text)] = (text, line_starts(text))
-        while len(self._indexes) > self._keep:  # those of messages that were rejected
-            del self._indexes[next(iter(self._indexes))]
 
     def take(self, text: str) -> list[int] | None:
         entry = self._indexes.pop(id(text), None)
         return entry[1] if entry is not None and entry[0] is text else None
+
+    def clear(self) -> None:
+        self._indexes.clear()
 
 
 class Document:

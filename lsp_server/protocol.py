@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 from lsprotocol import types
 from pygls.protocol import lsp_method
 
-from .jsonrpc import JsonRpcGuard
+from .jsonrpc import JsonRpcGuard, Parsed
 
 if TYPE_CHECKING:
     from .server import FimLanguageServer
@@ -63,6 +63,14 @@ class FimProtocol(JsonRpcGuard):
     @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
     def lsp_text_document__did_close(self, params: Any) -> Generator[Any, Any, None]:
         yield from self._user(types.TEXT_DOCUMENT_DID_CLOSE, params)
+
+    def receive_body(self, data: bytes, parsed: Parsed | None = None) -> None:
+        """The guard's handling; then the line indexes the message did not take go (a
+        rejected ``didOpen`` would keep its text alive)."""
+        try:
+            super().receive_body(data, parsed)
+        finally:
+            self.fim_server.indexed_ahead.clear()
 
     def prepare(self, message: Any) -> None:
         """On the parsing thread: index the lines of a large message's new text."""
