@@ -37,6 +37,8 @@ SOURCES = [
 def small_automata(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Fresh automata (whatever earlier tests taught them), bounded a few dozen states
     past what they hold."""
+    monkeypatch.setattr(Recognizer, "_cache", {})  # none of other tests' generations
+    monkeypatch.setattr(Recognizer, "_asked", {})
     monkeypatch.setattr(Recognizer, "max_states", -1)  # the next Recognizer is a new one
     fresh = Recognizer("3.12").automaton.n_states
     suffix._reversed_automaton((3, 12))
