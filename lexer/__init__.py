@@ -57,7 +57,7 @@ progress only (whitespace and comments are committed as soon as they end).
 """
 
 from .errors import LexError, LexErrorCode
-from .state import LexState, Symbol
+from .state import LONGEST_KEYWORD, LexState, Symbol
 from .version import TargetVersion
 
-__all__ = ["LexError", "LexErrorCode", "LexState", "Symbol", "TargetVersion"]
+__all__ = ["LONGEST_KEYWORD", "LexError", "LexErrorCode", "LexState", "Symbol", "TargetVersion"]

@@ -17,9 +17,12 @@ from .errors import LexErrorCode as Code
 from .text import count_line_ends, last_line_start
 from .version import NEWEST, TargetLike, TargetVersion
 
-__all__ = ["LexError", "LexState", "Symbol"]
+__all__ = ["LONGEST_KEYWORD", "LexError", "LexState", "Symbol"]
 
 _FORBIDDEN_RE = re.compile("[\x00\ud800-\udfff]")
+#: A run of identifier characters (``is_id_char``): one C call instead of one Python
+#: call per character of a long pending name.
+_ID_RUN_RE = re.compile("[A-Za-z0-9_\x80-\U0010ffff]*")
 
 
 class LexState:
@@ -199,9 +202,7 @@ class LexState:
         if c == "'" or c == '"':
             return _STRING
         if is_id_char(c):
-            k = 1
-            while k < len(p) and is_id_char(p[k]):
-                k += 1
+            k = _ID_RUN_RE.match(p, 1).end()  # type: ignore[union-attr]  # always matches
             word = p[:k]
             if k < len(p):  # a quote follows: a prefixed literal
                 return frozenset((STRING_PREFIXES[self._ver][word.lower()],))
@@ -219,8 +220,10 @@ class LexState:
         if not text:
             return self, []
         buf = self._pending + text
-        if buf.isidentifier() and buf.isascii() and self._pending and not self._ctx.atbol:
-            # Fast path for typing: a name that is still growing.
+        if buf.isidentifier() and self._pending and not self._ctx.atbol:
+            # Fast path for typing: a name that is still growing.  A name with non-ASCII
+            # characters is one exactly when it is an identifier (PEP 3131), which is
+            # what the engine checks (``check_ident``) before it leaves the name pending.
             return LexState._make(
                 self._ver, self._ctx, buf, self._pos, self._line, self._lstart, self._tail
             ), []
@@ -329,12 +332,24 @@ _NEWLINE = frozenset(("NEWLINE",))
 _NUMBER = frozenset(("NUMBER",))
 _STRING = frozenset(("STRING",))
 
+_NAME = frozenset(("NAME",))
+#: The longest keyword or string prefix of any target: a longer name is a NAME
+#: whatever is appended to it.
+LONGEST_KEYWORD = max(
+    len(word)
+    for tables in (KEYWORD_KINDS, PREFIX_KINDS)
+    for table in tables.values()
+    for word in table
+)
+
 _name_cache: dict[tuple[int, str], frozenset[str]] = {}
 _op_cache: dict[tuple[str, bool], frozenset[str] | None] = {}
 
 
 def _name_kinds(ver: int, word: str) -> frozenset[str]:
     """NAME, the keywords ``word`` begins, and literals it may prefix."""
+    if len(word) > LONGEST_KEYWORD:
+        return _NAME  # longer than any keyword or string prefix it could begin
     key = (ver, word)
     kinds = _name_cache.get(key)
     if kinds is None:

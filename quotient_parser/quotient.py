@@ -452,6 +452,23 @@ def _inert(lex: LexState, text: str) -> bool:
     return "r" in pending[:at].lower() or "\\" not in pending[body:]
 
 
+def _renames(lex: LexState, text: str, longest: int) -> bool:
+    """Whether ``text``, appended to the name pending in the lexer, only respells it.
+
+    A name longer than any keyword, string prefix, soft keyword or excepted name
+    (``longest``) scans as a plain NAME whatever follows; whether text after it lexes
+    as part of it, and whether that part is valid (PEP 3131: each further character on
+    its own), do not depend on its spelling either.  So while ``text`` keeps it one
+    name, the middle completes exactly as before.  (Outside an f-string's literal text
+    a pending identifier is a name: strings, comments, numbers and indentation never
+    are identifiers.)  The caller also makes sure the text lexed without an error.
+    """
+    pending = lex.pending
+    if len(pending) <= longest or lex.in_fstring_literal:
+        return False
+    return pending.isidentifier() and (pending + text).isidentifier()
+
+
 def _has_line_end(text: str) -> bool:
     return "\n" in text or "\r" in text
 
@@ -484,7 +501,10 @@ class QuotientState:
         state does: then a completeness check, which parses the right context, is asked
         once for all the text typed into one docstring or comment."""
         lex = self.state.lex
-        if lex is not None and child.state.lex is not None and _inert(lex, text):
+        if lex is None or child.state.lex is None:
+            return child
+        longest = self.quotient.recognizer.classify.longest_special_name
+        if _inert(lex, text) or _renames(lex, text, longest):
             child._same_end = self._same_end or self
         return child
 

@@ -27,7 +27,7 @@ import tokenize
 import weakref
 from collections.abc import Iterable
 
-from lexer import LexError, LexState
+from lexer import LONGEST_KEYWORD, LexError, LexState
 from lexer.version import NEWEST, TargetLike, TargetVersion
 
 from .earley import Automaton, Chart
@@ -124,6 +124,9 @@ class SymbolClassifier:
         self.kind_terminals["NAME"] = frozenset((name, *excepted))
         self.kind_terminals["NUMBER"] = frozenset(t for t in (number, real, imag) if t is not None)
         self.soft_terminals: dict[str, int] = {word: ids[word] for word in soft}
+        #: A name longer than this scans as a plain NAME whatever is appended to it: no
+        #: keyword, string prefix, soft keyword or excepted name is as long.
+        self.longest_special_name = max(LONGEST_KEYWORD, *map(len, self.name_by_text))
 
     def __call__(self, kind: str, text: str) -> int | None:
         if kind == "NAME":

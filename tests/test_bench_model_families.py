@@ -13,7 +13,7 @@ from pathlib import Path
 
 from model_fixtures import model_cache  # noqa: F401
 
-from bench import model_families
+from bench import model_families, parser_split
 
 STDLIB = Path(sys.modules["json"].__file__ or "").parent  # a small package of real code
 
@@ -40,3 +40,15 @@ def test_report_per_family(model_cache: Path) -> None:
         assert row["wall_ratio_constrained_over_unconstrained"] is not None
         assert any(t["text"] == "<|endoftext|>" for t in row["end_tokens"])
     assert "mellum" in model_families.summary(report)
+
+
+def test_parser_split_accounts_for_each_step(model_cache: Path) -> None:
+    out = io.StringIO()
+    argv = [str(STDLIB), "--family", "starcoder2", "--n", "1", "--max-tokens", "6",
+            "--ctx-size", "1024", "--json"]  # fmt: skip
+    assert parser_split.main(argv, out=out) == 0
+    (row,) = json.loads(out.getvalue())["families"]
+    assert row["family"] == "starcoder2" and row["steps"] > 0 and row["tried_median"] >= 1
+    parts = sum(row[f"{part}_us_median"] for part in parser_split.PARTS)
+    assert row["total_us_median"] > 0 and row["candidates_us_median"] > 0
+    assert parts <= 3 * row["total_us_p90"]  # the parts are pieces of the total

@@ -117,6 +117,50 @@ async def test_server_reports_and_completes_with_each_family(
     assert status["model"] == expected
 
 
+#: Per case: the family, the tokens a model is made to prefer (in this order, by their
+#: text; "<0xC3>" is the one byte's token) and the text they make.  CodeLlama's
+#: SentencePiece spells the bytes of "é" as byte-fallback tokens and a space as "▁", Qwen's
+#: byte-level BPE spells them "Ã", "©" and "Ġ".
+SPELLED = [
+    ("codellama", ("<0xC3>", "<0xA9>"), "é"),
+    ("qwen2.5-coder", ("<0xC3>", "<0xA9>"), "é"),
+    ("codellama", (" x",), " x"),
+    ("qwen2.5-coder", (" x",), " x"),
+]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+@pytest.mark.parametrize(("name", "tokens", "unit"), SPELLED)
+async def test_server_spells_byte_and_space_tokens(
+    client: LanguageClient,
+    tiny_factory: TinyFactory,
+    name: str,
+    tokens: tuple[str, ...],
+    unit: str,
+) -> None:
+    """Through the server: a character cut into byte tokens is held back until whole
+    (its first byte alone is taken, then a continuation byte among every token that can
+    go on with it, whatever its rank), and space markers become spaces."""
+    bias = {text: 25.0 - i for i, text in enumerate(tokens)}
+    path = tiny_factory(f"spelling-{name}-{len(tokens)}",
+                        family_vocab(name), family=name, n_layer=N_LAYER, n_embd=N_EMBD,
+                        token_bias=bias)  # fmt: skip
+    await _load(client, path)
+    left, right = 's = "', '"\nprint(s)\n'
+    uri = f"file:///work/spelling_{name.replace('.', '_')}_{len(tokens)}.py"
+    open_doc(client, uri, left + right)
+    items = await inline_items(client, uri, 0, len(left))
+    assert items, f"{name}: no completion"
+    insert = items[0].insert_text
+    middle = insert if isinstance(insert, str) else insert.value
+    assert not {"\ufffd", "\u2581", "\u0120"} & set(middle), middle  # no broken or raw spelling
+    if unit.isascii():
+        assert unit in middle, middle
+    else:  # the character the first byte began came out whole (its second byte may vary)
+        assert any(ch.encode()[:1] == unit.encode()[:1] for ch in middle), middle
+    ast.parse(left + middle + right)
+
+
 @pytest.mark.parametrize(
     ("name", "family"),
     [("qwen2.5-coder", "qwen"), ("codestral", "codestral"), ("mellum", "mellum"),

@@ -90,6 +90,28 @@ def test_cursor_inside_an_identifier(ast_accepts: Accepts, target: tuple[int, in
     )
 
 
+@pytest.mark.parametrize(
+    "marked",
+    [
+        "x = («a_rather_long_variable_name) + 1»\n",
+        "value = «a_rather_long_na»me_continued\n",
+        "«return_value_of_the_cal»l = 1\n",
+        "«matched_values_from_th»e_list = 1\n",
+        "x = «rb_is_not_a_string_prefix» + 'a'\n",
+        "«变量变量变量变量变量变量变量变量» = 1\n",
+        "f(«学费学费学费学费学费学费学费学费, x»)\n",
+        "def f():\n    «retur»n 1\n",
+    ],
+)
+def test_cursor_in_a_long_name(marked: str, ast_accepts: Accepts, target: tuple[int, int]) -> None:
+    """A name typed past the length of any keyword: completeness is carried over from
+    the state before each character (``quotient._renames``), and must still agree
+    with ``ast.parse`` at every prefix."""
+    middle = split(marked)[1]
+    wrong = ["", "(", middle + "(", middle + "'", middle + " " + middle]
+    check_cut(marked, wrong, ast_accepts, target)
+
+
 def test_cursor_inside_a_keyword(ast_accepts: Accepts, target: tuple[int, int]) -> None:
     check_cut(
         "for x in items:\n    con«tinue\nel»se:\n    pass\n",

@@ -415,9 +415,14 @@ class _Tokenizer:
             self.set_scalar(name, value)
 
     def token_id(self, text: str) -> int | None:
-        """The id of the token that renders as ``text`` (byte-level BPE or '▁' spaces)."""
+        """The id of the token that renders as ``text`` (byte-level BPE or '▁' spaces);
+        ``"<0xC3>"`` names the token of that one byte in either kind of vocabulary."""
         index = self.ids()
-        for spelling in (_byte_level(text), text.replace(" ", "▁"), text):
+        spellings = [_byte_level(text.encode("utf-8")), text.replace(" ", "▁"), text]
+        named = _BYTE_NAME.fullmatch(text)
+        if named is not None:  # SentencePiece's byte-fallback spelling, else byte-level's
+            spellings = [text, _byte_level(bytes((int(named[1], 16),)))]
+        for spelling in spellings:
             if spelling in index:
                 return index[spelling]
         return None
@@ -447,8 +452,12 @@ class _Tokenizer:
         return out
 
 
-def _byte_level(text: str) -> str:
-    """``text`` as byte-level BPE vocabularies (GPT-2, StarCoder) spell it."""
+#: How a single byte's token is named: SentencePiece's byte-fallback spelling.
+_BYTE_NAME = re.compile("<0x([0-9A-F]{2})>")
+
+
+def _byte_level(data: bytes) -> str:
+    """``data`` as byte-level BPE vocabularies (GPT-2, StarCoder) spell it."""
     printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
     table = {b: chr(b) for b in printable}
     extra = 0
@@ -456,7 +465,7 @@ def _byte_level(text: str) -> str:
         if b not in table:
             table[b] = chr(256 + extra)
             extra += 1
-    return "".join(table[b] for b in text.encode("utf-8"))
+    return "".join(table[b] for b in data)
 
 
 def family_tokenizer(
