@@ -409,6 +409,21 @@ class Quotient:
         return False
 
     @functools.cached_property
+    def module_end(self) -> Quotient:
+        """The quotient of the same left context with an empty right one: its finishes
+        end the statement (and the blocks) under the cursor, so the witness search
+        crosses into a new statement through it (``witness.py``)."""
+        sibling = object.__new__(Quotient)
+        sibling.left, sibling.right = self.left, ""
+        sibling.recognizer = self.recognizer
+        sibling._right = _RightContext(self.recognizer, "")
+        sibling.empty = self.free_initial.state.viable is False
+        sibling.stay_inside = False
+        sibling._inside_empty = None
+        sibling.free_initial = sibling.initial = QuotientState(sibling, self.free_initial.state)
+        return sibling
+
+    @functools.cached_property
     def finish(self) -> FinishAnalysis:
         """Distances to a finish for this quotient's states (``finish.py``)."""
         from .finish import FinishAnalysis

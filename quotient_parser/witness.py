@@ -26,11 +26,11 @@ from lexer.text import INDENT_CHARS
 
 from .earley import Chart
 from .finish import comment_or_continuation, open_string_head
+from .quotient import QuotientState
 from .yields import INFINITE, YieldTables
 
 if TYPE_CHECKING:
     from .finish import FinishAnalysis
-    from .quotient import QuotientState
     from .recognizer import RecognizerState
 
 __all__ = ["Witness", "search"]
@@ -47,6 +47,7 @@ def search(
     within: int | None = None,
     first_share: float = 0.6,
     weight: float = 3.0,
+    crossing: bool = True,
 ) -> Witness:
     """A shortest (or near-shortest) finish of ``start``, best first.
 
@@ -68,6 +69,11 @@ def search(
     cheaper); a Witness without text and with ``exact`` then proves that
     none exists.  ``lower`` is the best bound proved on the way.  At the
     budget (nodes or seconds) the search returns what it has.
+
+    Between 1 and 2 (``crossing``), a finish that ends the statement under
+    the cursor and begins a new one is tried (:func:`_across_statement`):
+    the bound cannot see across a statement's end, so A* alone rarely
+    finds those; it then plays the part of 1's witness.
     """
     deadline = time.monotonic() + max_seconds
     cutoff = INFINITE if within is None else within + 1
@@ -88,10 +94,14 @@ def search(
             if cutoff < INFINITE:
                 return Witness(None, max(lower, cutoff), True, nodes)
             return Witness(None, lower, False, nodes)
-        second = _AStar(analysis, keys, start, light=True, weight=weight, cutoff=cutoff)
-        found = second.run(max_nodes - nodes, deadline)
-        nodes += second.nodes
-        return Witness(found, lower, second.exhausted and found is None, nodes)
+        if crossing:
+            found, spent = _across_statement(start, max_nodes - nodes, deadline, cutoff)
+            nodes += spent
+        if found is None:
+            second = _AStar(analysis, keys, start, light=True, weight=weight, cutoff=cutoff)
+            found = second.run(max_nodes - nodes, deadline)
+            nodes += second.nodes
+            return Witness(found, lower, second.exhausted and found is None, nodes)
     exact = _AStar(analysis, keys, start, light=False, weight=1.0, cutoff=min(len(found), cutoff))
     shorter = exact.run(max_nodes - nodes, deadline)
     nodes += exact.nodes
@@ -104,6 +114,87 @@ def search(
     if len(found) >= cutoff:
         return Witness(None, max(lower, exact.lower), False, nodes)
     return Witness(found, max(lower, exact.lower), False, nodes)
+
+
+def _across_statement(
+    start: QuotientState, max_nodes: int, deadline: float, cutoff: int
+) -> tuple[str | None, int]:
+    """(a finish that crosses a statement boundary, or None; states expanded).
+
+    The shortest end of the module from ``start`` (the quotient of the same left
+    context with nothing after it, ``Quotient.module_end``) ends the statement
+    under the cursor and the blocks it opens; after it and a line break, a
+    search from that line start (an open block's indentation, then what R's
+    first line needs on its left, as ``from `` before ``unittest import mock``).
+    The whole text is checked by the quotient, so only a real finish comes back.
+    """
+    quotient = start.quotient
+    if not quotient.right.strip() or quotient.empty:
+        return None, 0
+    seconds = deadline - time.monotonic()
+    if seconds <= 0 or max_nodes <= 0:
+        return None, 0
+    ending = quotient.module_end
+    end = search(
+        ending.finish,
+        QuotientState(ending, start.state),
+        max_nodes=max_nodes // 3,
+        max_seconds=seconds / 3,
+        crossing=False,
+    )
+    nodes = end.nodes
+    if end.text is None:
+        return None, nodes
+    head = end.text.rstrip(INDENT_CHARS + "\r\n") + "\n"
+    if len(head) >= cutoff:
+        return None, nodes
+    line_start = start.feed(head)
+    if not line_start.viable:
+        return None, nodes
+    # a first symbol alone first, at this line start or in a new block's first line
+    moves = _moves_of(quotient.finish)
+    for opener in ("", _BLOCK_OPENER):
+        where = line_start.feed(opener)
+        if not where.viable:
+            continue
+        for text in _first_symbols(moves, where):
+            if len(head) + len(opener) + len(text) >= cutoff or time.monotonic() > deadline:
+                break
+            nodes += 1
+            if where.feed(text).complete:
+                return head + opener + text, nodes
+    rest = search(
+        quotient.finish,
+        line_start,
+        max_nodes=max_nodes - nodes,
+        max_seconds=deadline - time.monotonic(),
+        within=cutoff - 1 - len(head) if cutoff < INFINITE else None,
+        crossing=False,
+    )
+    nodes += rest.nodes
+    if rest.text is None or not start.feed(head + rest.text).complete:
+        return None, nodes
+    return head + rest.text, nodes
+
+
+#: The shortest header that opens a block in any statement context: after it, a line
+#: start one level deeper (where R's first line may need to be).
+_BLOCK_OPENER = "if x:\n"
+
+
+def _first_symbols(moves: _Moves, line_start: QuotientState) -> list[str]:
+    """Texts that begin a line at ``line_start`` with one symbol, shortest first: each
+    line-start move, with a blank after it, and a word's prefixes (R's first line
+    may go on with the rest of the word, as ``ret`` before ``urn x``)."""
+    texts: set[str] = set()
+    for move in moves(line_start.state):
+        texts.add(move)
+        texts.add(move + " ")
+        token = move.lstrip(INDENT_CHARS)
+        if token.isidentifier():
+            indent = move[: len(move) - len(token)]
+            texts.update(indent + token[:k] for k in range(1, len(token)))
+    return sorted(texts, key=lambda text: (len(text), text))
 
 
 @dataclass(frozen=True)
