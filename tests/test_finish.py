@@ -81,7 +81,7 @@ def test_witness_completes_and_the_bound_holds(
 #: one that R's first line goes on (what A* over the within-statement bound misses).
 CROSSING = [
     ("import os\nimp", "unittest import mock\n\nx = 1\n"),  # "\nfrom "
-    ('def f(line):\n    """Return the indent', 'urn g(line)\n'),  # '"""\n    ret'
+    ('def f(line):\n    """Return the indent', "urn g(line)\n"),  # '"""\n    ret'
     ("import codecs\nx = codecs.", "e = 1\n    d = 2\n"),  # "x\nif x:\n    "
 ]
 
