@@ -2,7 +2,9 @@
 
 CPython refuses some texts that its grammar derives, at limits of its implementation:
 the tokenizer's 100 indentation levels and 200 nested brackets (SyntaxErrors, which
-fimlsp's lexer matches), and the recursion depth of the parser and of AST
+fimlsp's lexer matches), 3.8's parser stack (a MemoryError at about 98 nested
+brackets, which fimlsp's lexer matches for brackets around an expression at the top
+level, and not its other uses), and the recursion depth of the parser and of AST
 construction (a ``RecursionError``, or a crash of the C stack in 3.8-3.10), which
 fimlsp does not model (docs/architecture.md, "CPython's implementation limits").
 For each construct and each pyenv interpreter this finds the largest size
@@ -32,6 +34,8 @@ CONSTRUCTS: dict[str, tuple[str, int]] = {
     "attribute chain a.a.a...": ('"a" + ".a" * n', 100_000),
     "power chain 1 ** 1 ** ... 1": ('" ** ".join(["1"] * n)', 100_000),
     "nested brackets (((...)))": ('"(" * n + ")" * n', 2_000),
+    "brackets around an expression ((1))": ('"(" * n + "1" + ")" * n', 2_000),
+    "nested calls f(f(...))": ('"f(" * n + ")" * n', 2_000),
     "nested blocks if 1:": (
         '"".join(" " * i + "if 1:\\n" for i in range(n)) + " " * n + "pass\\n"',
         400,

@@ -2,11 +2,14 @@
 
 Usage::
 
-    python -m bench.event_loop_costs [--quick] [--json]
+    python -m bench.event_loop_costs [--quick] [--sizes 50000,500000,5000000] [--json]
 
 Everything in the server that runs on the event loop thread, timed in process on
 the real objects (median of a few runs, milliseconds): the guard's parse and
-deserialization of a message with the server's handler, ``Document.replace`` for a
+deserialization of a message with the server's handler (a body over
+``jsonrpc.LARGE_BODY`` is parsed on a thread first, as ``fimlsp`` does, and only what
+follows runs on the loop; the loop's longest wait for the GIL while that thread
+parses is its own row), ``Document.replace`` for a
 one-character change (typing in one place, and alternating between the two ends of
 the document), the completion request's snapshot (offset and position), the
 completion item's word search and range, the document's SHA-256 (which
@@ -41,6 +44,7 @@ from lsprotocol import types
 from bench.lsp_fuzz import big_text, position_of
 from lsp_server import completion_item as items
 from lsp_server.documents import Document
+from lsp_server.jsonrpc import LARGE_BODY
 from lsp_server.request import Request
 from lsp_server.server import create_server, tune_gc
 from lsp_server.settings import Settings
@@ -85,8 +89,25 @@ def _message(method: str, params: Any, msg_id: int | None = None) -> bytes:
 
 
 def _receive(protocol: Any) -> Callable[[bytes], None]:
-    """The guard's handling of one body, as ``serve_stdio`` does it."""
-    return lambda body: protocol.receive_body(body)
+    """The guard's handling of one body, as ``serve_stdio`` does it (a large body's
+    parse, on a thread there, is done here too: untimed callers only)."""
+    return lambda body: protocol.receive_body(body, _parsed_off_loop(protocol, body))
+
+
+def _parsed_off_loop(protocol: Any, body: bytes) -> Any:
+    return protocol.parse_large_body(body) if len(body) > LARGE_BODY else None
+
+
+def on_loop_ms(protocol: Any, body: bytes, repeat: int = 5) -> float:
+    """Median milliseconds the loop spends on one body (a large body's parse on the
+    thread is not the loop's, and is left out of the clock)."""
+    times = []
+    for _ in range(repeat):
+        parsed = _parsed_off_loop(protocol, body)
+        started = time.perf_counter()
+        protocol.receive_body(body, parsed)
+        times.append((time.perf_counter() - started) * 1e3)
+    return statistics.median(times)
 
 
 def per_message(rows: Rows, sizes: Sequence[int]) -> None:
@@ -96,7 +117,7 @@ def per_message(rows: Rows, sizes: Sequence[int]) -> None:
     protocol.set_writer(_Sink())
     receive = _receive(protocol)
     receive(_message("initialize", {"processId": None, "capabilities": {}}, 1))
-    opens, changes, far, captures, digests = [], [], [], [], []
+    opens, changes, first_changes, whole, far, captures, digests, gaps = ([] for _ in range(8))
     for size in sizes:
         text = code_of_size(size)
         uri = f"file:///cost-{size}.py"
@@ -104,12 +125,23 @@ def per_message(rows: Rows, sizes: Sequence[int]) -> None:
             "textDocument/didOpen",
             {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
         )
-        opens.append(timed(lambda b=opened: receive(b), 3))  # type: ignore[misc]
+        gap = longest_gap(functools.partial(_parsed_off_loop, protocol, opened))[0]
+        gaps.append(gap if len(opened) > LARGE_BODY else 0.0)
+        opens.append(on_loop_ms(protocol, opened, 3))
         doc = server.documents[uri]
         middle = len(doc.text) // 2
         line, character = position_of(doc.text, middle)
         change = _change(uri, line, character)
-        changes.append(timed(lambda b=change: receive(b)))  # type: ignore[misc]
+        first_changes.append(on_loop_ms(protocol, change, 1))  # the first: the index is used
+        changes.append(on_loop_ms(protocol, change))
+        replaced = _message(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": uri, "version": 3},
+                "contentChanges": [{"text": "# whole\n" + doc.text}],
+            },
+        )
+        whole.append(on_loop_ms(protocol, replaced, 3))
         # Alternating between the first and the last line: the lazy shift is settled
         # across the whole index each time (the worst case of the line index).
         ends = [_change(uri, 0, 0), _change(uri, doc.line_count - 1, 0)]
@@ -136,7 +168,20 @@ def per_message(rows: Rows, sizes: Sequence[int]) -> None:
 
         digests.append(timed(digest))
     rows.add("didOpen: parse + handler", "document chars", sizes, opens)
+    rows.add(
+        "didOpen: longest loop gap while its body is parsed on the thread",
+        "document chars",
+        sizes,
+        gaps,
+    )
+    rows.add(
+        "first didChange after didOpen (1 char mid-document)",
+        "document chars",
+        sizes,
+        first_changes,
+    )
     rows.add("didChange of 1 char mid-document: parse + handler", "document chars", sizes, changes)
+    rows.add("didChange with the whole text: parse + handler", "document chars", sizes, whole)
     rows.add("didChange alternating first and last line", "document chars", sizes, far)
     rows.add("completion request snapshot (after a change)", "document chars", sizes, captures)
     rows.add("SHA-256 of a new text (serverStatus: off the loop)", "document chars", sizes, digests)
@@ -289,9 +334,9 @@ class _Sink:
         pass
 
 
-async def run(quick: bool) -> list[dict[str, Any]]:
+async def run(quick: bool, sizes: Sequence[int] | None = None) -> list[dict[str, Any]]:
     rows = Rows()
-    sizes = [100_000, 1_000_000] if quick else [100_000, 1_000_000, 5_000_000]
+    sizes = sizes or ([50_000, 500_000] if quick else [50_000, 500_000, 5_000_000])
     per_message(rows, sizes)
     per_line(rows, [20_000, 200_000] if quick else [20_000, 200_000, 2_000_000])
     completion_item(
@@ -299,6 +344,12 @@ async def run(quick: bool) -> list[dict[str, Any]]:
     )
     small_work(rows)
     gil_stalls(rows, quick)
+    return rows.rows
+
+
+async def messages_only(quick: bool, sizes: Sequence[int] | None = None) -> list[dict[str, Any]]:
+    rows = Rows()
+    per_message(rows, sizes or ([50_000, 500_000] if quick else [50_000, 500_000, 5_000_000]))
     return rows.rows
 
 
@@ -319,9 +370,18 @@ def format_rows(rows: list[dict[str, Any]]) -> str:
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.event_loop_costs", description=__doc__)
     p.add_argument("--quick", action="store_true", help="smaller sizes (seconds, not a minute)")
+    p.add_argument(
+        "--sizes",
+        type=lambda text: [int(size) for size in text.split(",")],
+        help="document sizes of the per-message rows, comma-separated characters",
+    )
+    p.add_argument(
+        "--messages-only", action="store_true", help="only the per-message rows (seconds)"
+    )
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
-    rows = asyncio.run(run(args.quick))
+    work = messages_only if args.messages_only else run
+    rows = asyncio.run(work(args.quick, args.sizes))
     out = out or sys.stdout
     print(json.dumps(rows, indent=1) if args.json else format_rows(rows), file=out)
     return 0

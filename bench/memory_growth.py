@@ -3,7 +3,7 @@
 Usage::
 
     python -m bench.memory_growth [--storms 20] [--changes 300] [--seed 0] [--model PATH]
-        [--frames 12] [--json]
+        [--frames 12] [--plain] [--max-states N] [--json]
 
 Starts the real server (served as ``fimlsp --stdio`` serves it) under
 ``tracemalloc`` with one extra request, ``bench/heap``, and runs storms of
@@ -86,11 +86,15 @@ def _rss_mb() -> float:
     return round(rss(), 1)
 
 
-def serve(frames: int) -> int:
+def serve(frames: int, max_states: int | None = None) -> int:
     """The server with ``bench/heap``; tracing starts at its first call (imports under
     ``tracemalloc`` take minutes, and only growth is of interest)."""
     from lsp_server.jsonrpc import serve_stdio
     from lsp_server.server import create_server, tune_gc
+    from quotient_parser.recognizer import Recognizer
+
+    if max_states is not None:
+        Recognizer.max_states = max_states
 
     server = create_server()
     previous: list[tracemalloc.Snapshot] = []
@@ -160,6 +164,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             "--serve",
             "--frames",
             str(args.frames),
+            *(("--max-states", str(args.max_states)) if args.max_states is not None else ()),
         ),
         storm_changes=args.changes,
         rotate_s=1e9,
@@ -281,10 +286,16 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         default=0,
         help="instead: the automaton's growth over FILES standard-library files",
     )
+    p.add_argument(
+        "--max-states",
+        type=int,
+        default=None,
+        help="the server's Recognizer.max_states (smaller: its plateau comes in fewer storms)",
+    )
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.serve:
-        return serve(args.frames)
+        return serve(args.frames, args.max_states)
     if args.automaton:
         rows = automaton_growth(args.automaton)
         print(

@@ -26,7 +26,6 @@ from ._tables import (
     LITERAL,
     MAX_FSTRING_LEVEL,
     MAX_INDENT,
-    MAX_PAREN_LEVEL,
     NON_ASCII_RE,
     SIMPLE_NUMBER_RE,
     SPEC,
@@ -34,6 +33,7 @@ from ._tables import (
     STRING_BODY_RE,
     STRING_PREFIXES,
     TOKEN_RE,
+    max_paren_level,
 )
 from .errors import LexErrorCode as Code
 
@@ -197,7 +197,7 @@ def lex(
                         i = s
                         break
             if op in "([{":
-                if len(parens) >= MAX_PAREN_LEVEL:
+                if len(parens) >= max_paren_level(ver):
                     raise Fail("too many nested parentheses", s, Code.TOO_MANY_BRACKETS, op)
                 parens += op
             elif op in ")]}":
@@ -662,7 +662,7 @@ def _fs_literal(
                     j += 2
                     continue
             middle(j)
-            if len(parens) >= MAX_PAREN_LEVEL:
+            if len(parens) >= max_paren_level(ver):
                 raise Fail("too many nested parentheses", j, Code.TOO_MANY_BRACKETS, "{")
             if nf >= (3 if ver >= 312 else 2):
                 raise Fail("f-string: expressions nested too deeply", j, Code.TOO_DEEP_FSTRING)

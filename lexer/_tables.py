@@ -18,6 +18,17 @@ MAX_VERSION = NEWEST.code
 MAX_PAREN_LEVEL = 200
 MAX_INDENT = 100
 MAX_FSTRING_LEVEL = 150
+#: 3.8's LL(1) parser runs out of stack (MAXSTACK 1500 entries, "s_push: parser stack
+#: overflow", a MemoryError) long before the tokenizer's MAXLEVEL: about 15 entries a
+#: bracket, so 98 brackets around an expression is the most it parses at the top
+#: level (99 around nothing; fewer in deep blocks: docs/architecture.md).
+MAX_PAREN_LEVEL_38 = 98
+
+
+def max_paren_level(version: int) -> int:
+    """The most nested brackets the target parses (``version``: major * 100 + minor)."""
+    return MAX_PAREN_LEVEL_38 if version < 309 else MAX_PAREN_LEVEL
+
 
 _KWLIST = [
     *("False", "None", "True", "and", "as", "assert", "async", "await", "break", "class"),

@@ -149,10 +149,11 @@ class Engine:
         if request is not None:
             request.cancel.set()
 
-    def document_changed(self, uri: str, text: str) -> None:
+    def document_changed(self, uri: str, text: str, edited_to: int | None = None) -> None:
         """A document was opened or changed (``didOpen``, ``didChange``): it becomes what
-        the worker reads ahead for once the user pauses."""
-        self.read_ahead.document(uri, text)
+        the worker reads ahead for once the user pauses (``edited_to``: where the last
+        edit ended, when known)."""
+        self.read_ahead.document(uri, text, edited_to)
         self._jobs.put(_wake)  # stop reading ahead for the old text; wait for the pause
 
     def _preempted(self) -> bool:

@@ -24,7 +24,11 @@ both for stdio and TCP:
   handler fails before pygls took charge of the answer.  Notifications that
   cannot be used are dropped with a log line and :meth:`notification_rejected`.
 * :func:`serve_stdio` and :func:`serve_tcp` run a pygls server with both and
-  return the process's exit code (``exit`` after ``shutdown``: 0, else 1).
+  return the process's exit code (``exit`` after ``shutdown``: 0, else 1).  A body
+  over :data:`LARGE_BODY` bytes is parsed on a thread, in pieces that hold the GIL
+  briefly (:mod:`lsp_server.json_pieces`), with the protocol's
+  :meth:`~JsonRpcGuard.prepare` (a server indexes a document's lines there); messages
+  are still handled one at a time, in order.
 """
 
 from __future__ import annotations
@@ -52,15 +56,19 @@ from pygls.io_ import StdoutWriter
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
 
+from .json_pieces import loads_in_pieces
+
 if typing.TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
 
 __all__ = [
     "DEFAULT_MAX_CONTENT_LENGTH",
+    "LARGE_BODY",
     "Body",
     "FrameReader",
     "JsonRpcGuard",
     "Oversized",
+    "Parsed",
     "harden",
     "serve_stdio",
     "serve_tcp",
@@ -70,6 +78,9 @@ log = logging.getLogger(__name__)
 
 #: The largest body read (64 MiB: a 20 MB document escaped to JSON fits three times).
 DEFAULT_MAX_CONTENT_LENGTH = 64 * 2**20
+#: Bodies over this many bytes are parsed off the event loop (a 256 KiB parse on it
+#: costs about a millisecond).
+LARGE_BODY = 1 << 18
 #: A body still incomplete after the input paused this long is taken if it parses.
 IDLE_SECONDS = 0.25
 
@@ -389,6 +400,14 @@ def decode_body(data: bytes) -> Any:
         return json.loads(text[: exc.pos])
 
 
+@dataclass(frozen=True)
+class Parsed:
+    """A body parsed off the event loop: its value, or why it is not JSON."""
+
+    value: Any
+    error: ValueError | None = None
+
+
 def sniff_id(head: bytes) -> int | str | None:
     """The id of a message that cannot be parsed whole, when it is the first member
     (or follows ``"jsonrpc"``, as clients write it): a client waiting for that
@@ -467,11 +486,34 @@ class JsonRpcGuard(LanguageServerProtocol):
 
     # ------------------------------------------------------------ bodies
 
-    def receive_body(self, data: bytes) -> None:
-        """One frame's body: parse it, check it, hand it to pygls.  Never raises
-        (except ``SystemExit`` from ``exit``)."""
+    def parse_large_body(self, data: bytes) -> Parsed:
+        """A large body parsed in pieces and prepared; called on a thread (see
+        :func:`_serve_stream`), then passed to :meth:`receive_body` on the loop."""
         try:
-            message = decode_body(data)
+            message = loads_in_pieces(data)
+        except json.JSONDecodeError as exc:
+            if exc.msg != "Extra data":
+                return Parsed(None, exc)
+            message = decode_body(data)  # logs and drops what follows the JSON
+        except ValueError as exc:  # UnicodeDecodeError included
+            return Parsed(None, exc)
+        try:
+            self.prepare(message)
+        except Exception:  # a preparation is only a head start: the handler does it all
+            log.exception("cannot prepare a message")
+        return Parsed(message)
+
+    def prepare(self, message: Any) -> None:
+        """Work a large message's handler would do on the event loop, done ahead on the
+        parsing thread (a subclass indexes a document there); nothing by default."""
+
+    def receive_body(self, data: bytes, parsed: Parsed | None = None) -> None:
+        """One frame's body: parse it (unless it was, off the loop), check it, hand it
+        to pygls.  Never raises (except ``SystemExit`` from ``exit``)."""
+        try:
+            if parsed is not None and parsed.error is not None:
+                raise parsed.error
+            message = decode_body(data) if parsed is None else parsed.value
         except ValueError as exc:  # UnicodeDecodeError included
             self._reply_error(
                 sniff_id(data[:_HEAD_KEPT]),
@@ -823,9 +865,12 @@ async def _serve_stream(
         else:
             events = frames.feed(chunk) if chunk else frames.close()
         for event in events:
+            parsed = None
+            if isinstance(event, Body) and len(event.data) > LARGE_BODY:
+                parsed = await asyncio.to_thread(protocol.parse_large_body, event.data)
             try:
                 if isinstance(event, Body):
-                    protocol.receive_body(event.data)
+                    protocol.receive_body(event.data, parsed)
                 else:
                     protocol.receive_oversized(event.length, event.head)
             except SystemExit as exc:  # pygls' `exit` handler

@@ -18,6 +18,9 @@
   later turn of the event loop, after the loop may have applied more changes.  A
   completion request is therefore captured (text and offset) and queued on the model
   worker synchronously, when the message arrives.
+* **Large documents indexed ahead.**  A large ``didOpen`` or whole-text ``didChange`` is
+  parsed on a thread (:mod:`lsp_server.jsonrpc`); its text's line index is made there
+  too (:meth:`FimProtocol.prepare`), so the event loop never walks the whole text.
 * **Cancellation reaches the worker.**  ``$/cancelRequest`` sets the request's cancel
   flag whether or not its coroutine started.
 """
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 from lsprotocol import types
 from pygls.protocol import lsp_method
 
-from .jsonrpc import JsonRpcGuard
+from .jsonrpc import JsonRpcGuard, Parsed
 
 if TYPE_CHECKING:
     from .server import FimLanguageServer
@@ -60,6 +63,31 @@ class FimProtocol(JsonRpcGuard):
     @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
     def lsp_text_document__did_close(self, params: Any) -> Generator[Any, Any, None]:
         yield from self._user(types.TEXT_DOCUMENT_DID_CLOSE, params)
+
+    def receive_body(self, data: bytes, parsed: Parsed | None = None) -> None:
+        """The guard's handling; then the line indexes the message did not take go (a
+        rejected ``didOpen`` would keep its text alive)."""
+        try:
+            super().receive_body(data, parsed)
+        finally:
+            self.fim_server.indexed_ahead.clear()
+
+    def prepare(self, message: Any) -> None:
+        """On the parsing thread: index the lines of a large message's new text."""
+        params = message.get("params") if isinstance(message, dict) else None
+        if not isinstance(params, dict):
+            return
+        text = None
+        if message.get("method") == types.TEXT_DOCUMENT_DID_OPEN:
+            document = params.get("textDocument")
+            text = document.get("text") if isinstance(document, dict) else None
+        elif message.get("method") == types.TEXT_DOCUMENT_DID_CHANGE:
+            changes = params.get("contentChanges")
+            changes = changes if isinstance(changes, list) else []
+            whole = [c for c in changes if isinstance(c, dict) and "range" not in c]
+            text = whole[-1].get("text") if whole else None
+        if isinstance(text, str):
+            self.fim_server.indexed_ahead.put(text)
 
     def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
         if method_name in COMPLETION_METHODS:

@@ -5,7 +5,9 @@ up to the cursor for the quotient, parsing the code after it, and reading the pr
 When the user pauses (nothing asked or changed for :data:`IDLE_S`), the worker does
 that work ahead for the *focus*: the document last opened, changed or asked about, and
 the cursor there when it is known (a request's position; after an edit, where the edit
-ended).  In order, each step interruptible and resumed at the next pause:
+ended: the server's document records that per incremental change, and only a whole new
+text is compared with the old one, on the worker, never on the event loop).  In order,
+each step interruptible and resumed at the next pause:
 
 * on the quotient thread, the document's whole text is parsed once forwards
   (:meth:`~quotient_parser.quotient.QuotientBuilder.warm`: a first request anywhere
@@ -80,6 +82,19 @@ class _Focus:
     text: str
     cursor: int | None
     version: int
+    #: The focus's previous text, when the edit between it and ``text`` is unknown
+    #: (a whole new text): the worker finds where it ended (``cursor`` then holds the
+    #: previous cursor, kept if the text did not change).
+    previous: str | None = None
+
+    def resolved(self) -> _Focus:
+        """The focus with the cursor after an unknown edit found (costs a comparison of
+        the two texts: called on the worker)."""
+        if self.previous is None:
+            return self
+        unchanged = self.previous == self.text
+        cursor = self.cursor if unchanged else edit_end(self.previous, self.text)
+        return _Focus(self.uri, self.text, cursor, self.version)
 
 
 class ReadAhead:
@@ -104,15 +119,20 @@ class ReadAhead:
 
     # ---------------------------------------------------------------- the focus
 
-    def document(self, uri: str, text: str) -> None:
+    def document(self, uri: str, text: str, edited_to: int | None = None) -> None:
         """A document was opened or changed: it becomes the focus; after an edit to the
-        focus, the cursor is taken to be where the edit ended."""
+        focus, the cursor is taken to be where the edit ended: ``edited_to`` when the
+        caller knows it (an incremental change), else found later on the worker by
+        comparing the texts (a whole new text).  Costs no more than a constant here."""
         with self._lock:
             focus = self._focus
-            cursor = None
-            if focus is not None and focus.uri == uri:
-                cursor = edit_end(focus.text, text) if focus.text != text else focus.cursor
-            self._refocus(uri, text, cursor)
+            if focus is None or focus.uri != uri:
+                self._refocus(uri, text, None)
+            elif edited_to is not None:
+                self._refocus(uri, text, edited_to)
+            else:
+                previous = focus.text if focus.previous is None else focus.previous
+                self._refocus(uri, text, focus.cursor, previous)
 
     def requested(self, uri: str, text: str, offset: int) -> None:
         """A request arrived: its document and cursor are the focus."""
@@ -125,9 +145,11 @@ class ReadAhead:
                 self._focus = None
                 self._version += 1
 
-    def _refocus(self, uri: str, text: str, cursor: int | None) -> None:
+    def _refocus(
+        self, uri: str, text: str, cursor: int | None, previous: str | None = None
+    ) -> None:
         self._version += 1
-        self._focus = _Focus(uri, text, cursor, self._version)
+        self._focus = _Focus(uri, text, cursor, self._version, previous)
         self._last_activity = time.perf_counter()
 
     def touch(self) -> None:
@@ -142,7 +164,7 @@ class ReadAhead:
 
     def _pending(self, focus: _Focus) -> list[str]:
         steps = ["quotient"] if self._quotient_task is None else []
-        if focus.cursor is not None:
+        if focus.cursor is not None or focus.previous is not None:
             steps.append("prompt")
         return [s for s in steps if (s, focus.version) not in self._done]
 
@@ -165,11 +187,15 @@ class ReadAhead:
         quotient thread, then read prompts until done or interrupted."""
         with self._lock:
             focus = self._focus
-            if focus is None:
-                return
-            pending = self._pending(focus)
-        if not settings.enable:
+        if focus is None or not settings.enable:
             return
+        if focus.previous is not None:
+            focus = focus.resolved()
+            with self._lock:
+                if self._focus is not None and self._focus.version == focus.version:
+                    self._focus = focus
+        with self._lock:
+            pending = self._pending(focus)
 
         def stop() -> bool:
             return interrupt() or self.stale(focus.version)

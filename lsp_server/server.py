@@ -24,9 +24,11 @@ What it adds to pygls' defaults:
   the request ``fimlsp/serverStatus`` returns what the server holds (documents,
   queued and running requests, memory), for tests, benchmarks and curious users.
 * Nothing on the event loop costs more than a small constant per character of the
-  line at hand: documents keep an incremental line index, completion items are
-  built from the snapshot's position, digests are computed once per text and off
-  the loop; the model, quotients and project files are read on the worker.
+  line at hand, or a copy of the text per edit: large messages are parsed and their
+  texts' lines indexed on a thread, documents keep an incremental line index and
+  record where each edit ended (read-ahead's cursor), completion items are built
+  from the snapshot's position, digests are computed once per text and off the
+  loop; the model, quotients and project files are read on the worker.
 """
 
 from __future__ import annotations
@@ -47,7 +49,13 @@ from pygls.lsp.server import LanguageServer
 
 from . import __version__
 from .completion_item import completion_item
-from .documents import Document, PositionEncoding, PositionError, position_encoding
+from .documents import (
+    Document,
+    IndexedAhead,
+    PositionEncoding,
+    PositionError,
+    position_encoding,
+)
 from .engine import Engine
 from .progress import LoadProgress
 from .protocol import FimProtocol
@@ -113,6 +121,7 @@ class FimLanguageServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("fimlsp", __version__, protocol_cls=FimProtocol)
         self.documents: dict[str, Document] = {}
+        self.indexed_ahead = IndexedAhead()  # line indexes of large texts, made off the loop
         self.requests = InFlight()
         self.settings = Settings()
         self.layers = SettingsLayers()
@@ -192,7 +201,10 @@ class FimLanguageServer(LanguageServer):
             raise JsonRpcInvalidParams(str(exc)) from None
 
     def open_document(self, item: types.TextDocumentItem) -> None:
-        self.documents[item.uri] = Document(item.uri, item.text, item.version, item.language_id)
+        starts = self.indexed_ahead.take(item.text)
+        self.documents[item.uri] = Document(
+            item.uri, item.text, item.version, item.language_id, starts
+        )
         self.engine.document_changed(item.uri, item.text)
 
     def change_document(self, params: types.DidChangeTextDocumentParams) -> None:
@@ -208,7 +220,7 @@ class FimLanguageServer(LanguageServer):
         encoding = self.position_encoding
         for change in params.content_changes:
             if not isinstance(change, types.TextDocumentContentChangePartial):
-                doc.set_text(change.text)
+                doc.set_text(change.text, self.indexed_ahead.take(change.text))
                 continue
             start, end = change.range.start, change.range.end
             try:
@@ -224,7 +236,7 @@ class FimLanguageServer(LanguageServer):
                 )
                 return
         doc.version = params.text_document.version
-        self.engine.document_changed(doc.uri, doc.text)
+        self.engine.document_changed(doc.uri, doc.text, doc.edited_to)
 
     def close_document(self, uri: str) -> None:
         self.forget_document(uri)

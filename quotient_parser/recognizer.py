@@ -162,22 +162,51 @@ class Recognizer:
     False
     """
 
-    _cache: dict[TargetVersion, Recognizer] = {}
+    _cache: dict[TargetVersion, Recognizer] = {}  # least recently asked for first
+    _asked: dict[TargetVersion, int] = {}  # how often each generation was asked for
     #: The automaton interns every item set it meets (about 4 KB each) and the set of
-    #: those a long-running server meets keeps growing; past this many states the
-    #: next ``Recognizer(target)`` starts a new generation (a fresh automaton).
-    #: States of the old one keep working, and keep it alive, as long as they are
-    #: held (``QuotientBuilder`` moves to the new generation on its next build).
+    #: those a long-running server meets keeps growing.  This bounds the states of one
+    #: target's automaton, and of all targets' together (a server's own target, and
+    #: the newer ones its newer-syntax check feeds the same texts): past it, the next
+    #: ``Recognizer(target)`` starts a new generation (a fresh automaton) for the
+    #: target asked for if it alone is past the bound, else retires the automata of the
+    #: targets least often asked for until the rest are within it, never the one asked
+    #: for most (the project's target, asked for at every build, outlives those of the
+    #: check).  States of an old generation
+    #: keep working, and keep it alive, as long as they are held (``QuotientBuilder``
+    #: moves to the new generation on its next build).
     max_states = 16_000
 
     def __new__(cls, target: TargetLike = NEWEST) -> Recognizer:
         version = TargetVersion.parse(target)
-        cached = cls._cache.get(version)
-        if cached is None or cached.automaton.n_states > cls.max_states:
+        cache = cls._cache
+        cached = cache.pop(version, None)
+        if cached is not None and cached.automaton.n_states > cls.max_states:
+            cached = None
+        if cached is None:
             cached = super().__new__(cls)
             cached._setup(version)
-            cls._cache[version] = cached
+            cls._asked[version] = 0
+        cls._asked[version] += 1
+        cls._retire_past_the_bound(cached.automaton.n_states)
+        cache[version] = cached  # the most recently asked for: last
         return cached
+
+    @classmethod
+    def _retire_past_the_bound(cls, kept: int) -> None:
+        """Over ``max_states`` with ``kept`` states in use besides the cached ones: forget
+        the generations least often (then least recently) asked for until the rest are
+        within it, but not the one asked for most."""
+        cache = cls._cache
+        total = kept + sum(r.automaton.n_states for r in cache.values())
+        if total <= cls.max_states:
+            return
+        by_use = sorted(cache, key=cls._asked.__getitem__)  # stable: then by recency
+        for version in by_use[:-1]:
+            total -= cache.pop(version).automaton.n_states
+            del cls._asked[version]
+            if total <= cls.max_states:
+                break
 
     def _setup(self, version: TargetVersion) -> None:
         self.version = version

@@ -26,7 +26,14 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from bench.lsp_fuzz import SMALL, OutputParser, encode, frame, oracle_parse
-from lsp_server.jsonrpc import Body, FrameReader, JsonRpcGuard, Oversized, decode_body
+from lsp_server.jsonrpc import (
+    LARGE_BODY,
+    Body,
+    FrameReader,
+    JsonRpcGuard,
+    Oversized,
+    decode_body,
+)
 
 # --------------------------------------------------------------------------- the reader
 
@@ -436,6 +443,40 @@ def test_notification_handlers_leave_no_futures() -> None:
         for _ in range(100):
             receive(changed)
         assert len(server.protocol._request_futures) == left
+
+
+@pytest.mark.parametrize("name", ["line 'four'", "params null", "a negative line"])
+def test_a_large_body_parsed_off_the_loop_is_answered_the_same(name: str) -> None:
+    """What ``_serve_stream`` does with a body over LARGE_BODY: parsed in pieces (on a
+    thread there), then received; padded so that its strings are cut in pieces."""
+    setup, body, _, guarded = PROTOCOL_CASES[name]
+    message = json.loads(body)
+    message["padding"] = 'é😀\\"x' * (LARGE_BODY // 4)
+    large = encode(message)
+    assert len(large) > LARGE_BODY
+    _, out, receive = toy_server(guard=True)
+    for earlier in setup:
+        receive(earlier)
+    out.messages.clear()
+    protocol = _guard_of(receive)
+    protocol.receive_body(large, protocol.parse_large_body(large))
+    assert outcome(out.messages) == guarded
+
+
+def test_a_large_body_that_is_not_json_gets_a_parse_error() -> None:
+    _, out, receive = toy_server(guard=True)
+    protocol = _guard_of(receive)
+    broken = b'{"jsonrpc": "2.0", "id": 7, "method": "x", "params": {"t": "' + b"a" * LARGE_BODY
+    protocol.receive_body(broken, protocol.parse_large_body(broken))
+    assert outcome(out.messages) == (7, -32700)
+    junk_after = COMPLETE[:-1] + b', "t": "' + b"a" * LARGE_BODY + b'"}\r\nContent-Type: x\r\n'
+    assert protocol.parse_large_body(junk_after).value == json.loads(junk_after.split(b"\r")[0])
+
+
+def _guard_of(receive: Callable[[bytes], None]) -> JsonRpcGuard:
+    protocol = getattr(receive, "__self__", None)
+    assert isinstance(protocol, JsonRpcGuard)
+    return protocol
 
 
 def test_a_failing_protocol_hook_still_answers() -> None:

@@ -310,6 +310,17 @@ def test_brackets() -> None:
     assert error("x = " + "(" * 201 + ")" * 201) is not None
 
 
+@pytest.mark.parametrize("opener", ["(", "[", "f("])
+def test_brackets_for_target_38_stop_where_its_parser_stack_does(opener: str) -> None:
+    """3.8's LL(1) parser overflows at the 99th bracket around an expression
+    (checked against the interpreter in tests/test_depth_limits.py)."""
+    closer = ")" if opener != "[" else "]"
+    for n, refused in ((98, False), (99, True)):
+        text = "x = " + opener * n + "1" + closer * n + "\n"
+        assert (error(text, (3, 8)) is not None) is refused, n
+        assert error(text, (3, 9)) is None
+
+
 # -- strings ----------------------------------------------------------------------------------
 
 

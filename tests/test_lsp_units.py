@@ -5,8 +5,17 @@ from __future__ import annotations
 import pytest
 from lsprotocol import types
 
+from lexer.text import line_end_offsets
+from lsp_server import documents
 from lsp_server.completion_item import completion_item
-from lsp_server.documents import Document, PositionEncoding, PositionError, position_encoding
+from lsp_server.documents import (
+    Document,
+    IndexedAhead,
+    PositionEncoding,
+    PositionError,
+    line_starts,
+    position_encoding,
+)
 from lsp_server.lines import document_line_ends, opens_block
 from lsp_server.request import Request
 from lsp_server.settings import Settings
@@ -69,6 +78,42 @@ def test_incremental_replace_and_errors() -> None:
         doc.offset_at(5, 0)
     with pytest.raises(PositionError):
         doc.replace((1, 3), (0, 0), "")
+
+
+def test_an_edit_records_where_it_ended() -> None:
+    doc = Document("u", "x = 1\ny = 2\n")
+    assert doc.edited_to is None
+    doc.replace((1, 4), (1, 5), "🐍 + 3")
+    assert doc.edited_to == doc.text.index(" + 3") + 4
+    doc.replace((0, 0), (0, 2), "")  # a deletion ends where it began
+    assert doc.edited_to == 0
+    doc.set_text("z\n")
+    assert doc.edited_to is None
+
+
+def test_line_starts_found_a_piece_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(documents, "_INDEX_PIECE", 3)
+    for text in ["", "a", "ab\r\ncd\r\n", "a\rb\r\r\n\n", "abc\r\nx", "\n" * 7, "ab\r"]:
+        assert line_starts(text) == [0, *line_end_offsets(text)], text
+
+
+def test_a_document_indexed_ahead_answers_as_one_indexed_later() -> None:
+    text = "a = 1\r\nb = 'é'\rc = 3\n" * 50
+    ahead = IndexedAhead()
+    ahead.put(text)
+    assert ahead.take((text + "x")[:-1]) is None  # an equal copy is not the text sent
+    assert ahead.take(text) == line_starts(text)
+    assert ahead.take(text) is None  # taken once
+    ahead.put(text)
+    ahead.clear()  # the message was handled without taking it
+    assert ahead.take(text) is None
+    indexed = Document("u", text, starts=line_starts(text))
+    plain = Document("u", text)
+    for doc in (indexed, plain):
+        doc.replace((40, 2), (41, 1), "x\ny")
+    assert indexed.text == plain.text and indexed.line_starts == plain.line_starts
+    for offset in range(0, len(indexed.text), 37):
+        assert indexed.position_at(offset) == plain.position_at(offset)
 
 
 # ----------------------------------------------------------------------------- settings

@@ -37,6 +37,8 @@ SOURCES = [
 def small_automata(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Fresh automata (whatever earlier tests taught them), bounded a few dozen states
     past what they hold."""
+    monkeypatch.setattr(Recognizer, "_cache", {})  # none of other tests' generations
+    monkeypatch.setattr(Recognizer, "_asked", {})
     monkeypatch.setattr(Recognizer, "max_states", -1)  # the next Recognizer is a new one
     fresh = Recognizer("3.12").automaton.n_states
     suffix._reversed_automaton((3, 12))
@@ -58,6 +60,46 @@ def test_a_new_generation_past_the_bound(small_automata: None) -> None:
     assert held.feed("1]\n").complete and not held.feed("1)\n").viable
     for source in SOURCES:
         assert second.recognize(source), source
+
+
+def test_the_bound_holds_for_all_targets_together(small_automata: None) -> None:
+    """The newer-syntax check feeds every target after the project's: their automata
+    count together, and one no longer asked for is retired too."""
+    versions = ["3.12", "3.13", "3.14", "3.15"]
+    for version in versions:
+        recognizer = Recognizer(version)
+        for source in SOURCES[:3]:
+            recognizer.initial().feed(source)
+    idle = weakref.ref(recognizer.automaton)  # 3.15's, grown past its share
+    del recognizer
+    for _ in range(3):  # the project's target goes on; 3.15 is not asked for again
+        for version in versions[:-1]:
+            for source in SOURCES:
+                Recognizer(version).initial().feed(source)
+            total = sum(r.automaton.n_states for r in Recognizer._cache.values())
+            # Past the bound: only the one asked for and the one asked for most, each
+            # within the bound but for one source's growth (before: all four).
+            assert total <= 2 * (Recognizer.max_states + 400), total
+    gc.collect()
+    assert idle() is None
+
+
+def test_the_target_asked_for_most_outlives_the_others(
+    small_automata: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build asks for the project's target; the newer-syntax check after it asks for
+    the newer ones once each: those go first when all of them are over the bound."""
+    target = Recognizer("3.12")
+    target.initial().feed(SOURCES[0])
+    monkeypatch.setattr(Recognizer, "max_states", target.automaton.n_states + 60)
+    for source in SOURCES[1:]:
+        assert Recognizer("3.12") is target  # a build
+        for newer in ("3.13", "3.14"):  # the check
+            Recognizer(newer).initial().feed(source)
+    assert Recognizer("3.12") is target
+    assert sum(r.automaton.n_states for r in Recognizer._cache.values()) <= (
+        Recognizer.max_states + 400
+    )
 
 
 def test_quotient_builders_move_to_the_new_generation(small_automata: None) -> None:

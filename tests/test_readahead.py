@@ -103,6 +103,19 @@ def test_an_edit_moves_the_cursor_read_ahead_reads_for(model: FimModel) -> None:
     assert now.uncached == 0
 
 
+def test_an_edit_whose_end_is_known_is_not_diffed() -> None:
+    ahead = _ahead()
+    ahead.requested(URI, TEXT, 5)
+    ahead.document(URI, TEXT + "# a\n", edited_to=7)
+    assert ahead._focus is not None and ahead._focus.cursor == 7
+    assert ahead._focus.previous is None  # nothing left for the worker to compare
+    ahead.document(URI, "# new\n" + TEXT)  # a whole new text: compared on the worker
+    assert ahead._focus.cursor == 7 and ahead._focus.previous == TEXT + "# a\n"
+    ahead.document(URI, "# new\n" + TEXT + "z")  # and another: from the oldest unknown
+    focus = ahead._focus.resolved()
+    assert focus.previous is None and focus.cursor == len(TEXT) + 7
+
+
 def test_a_request_stops_read_ahead_within_one_chunk(model: FimModel) -> None:
     ahead = _ahead(speed=400.0)
     ahead.requested(URI, TEXT, len(TEXT) - 100)

@@ -349,6 +349,23 @@ async def test_large_document(client: LanguageClient) -> None:
     assert not result
     status = await client.statuses.wait_for(lambda s: s.get("uri") == uri)  # type: ignore[attr-defined]
     assert status["stopReason"] == "too_large"
+    # Parsed off the loop, its lines indexed there: a whole new text, then an edit
+    # near its end, and the server's copy is the client's.
+    text = "é = 1\r\n" + text
+    here = lsp_position(text, len(text) - 3)
+    edit = types.Range(start=here, end=here)
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[
+                types.TextDocumentContentChangeWholeDocument(text=text),
+                types.TextDocumentContentChangePartial(range=edit, text="😀"),
+            ],
+        )
+    )
+    text = text[:-3] + "😀" + text[-3:]
+    document = (await server_status(client, uri))["document"]
+    assert document["sha256"] == sha256(text) and document["version"] == 2
     client.text_document_did_close(
         types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
     )
