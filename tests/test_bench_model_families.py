@@ -50,5 +50,7 @@ def test_parser_split_accounts_for_each_step(model_cache: Path) -> None:
     (row,) = json.loads(out.getvalue())["families"]
     assert row["family"] == "starcoder2" and row["steps"] > 0 and row["tried_median"] >= 1
     parts = sum(row[f"{part}_us_median"] for part in parser_split.PARTS)
-    assert row["total_us_median"] > 0 and row["candidates_us_median"] > 0
+    # steering may take every token from a witness, trying no candidate: then only
+    # the other parts cost time
+    assert row["total_us_median"] > 0 and parts > 0
     assert parts <= 3 * row["total_us_p90"]  # the parts are pieces of the total
