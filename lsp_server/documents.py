@@ -36,7 +36,6 @@ __all__ = [
     "PositionError",
     "TextSnapshot",
     "cut_pieces",
-    "line_starts",
     "position_encoding",
     "same_text",
     "text_of",
@@ -136,17 +135,6 @@ def cut_pieces(text: str) -> tuple[list[str], list[list[int]]]:
             pieces.append(text[pos:cut])
             pos = cut
     return pieces, [line_end_offsets(piece) for piece in pieces]
-
-
-def line_starts(text: str) -> list[int]:
-    """The offset of every line's first character, found a piece of the text at a time
-    (run on a thread, it never holds the GIL for long)."""
-    starts = [0]
-    pos = 0
-    for piece, ends in zip(*cut_pieces(text)):
-        starts += [pos + end for end in ends]
-        pos += len(piece)
-    return starts
 
 
 class IndexedAhead:

@@ -11,7 +11,7 @@ import hashlib
 from itertools import pairwise
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lexer.text import line_end_offsets
@@ -53,6 +53,7 @@ def check_against(doc: Document, text: str) -> None:
     assert all(pieces) or pieces == ("",)
 
 
+@settings(max_examples=400)  # cheap examples; piece boundaries need many
 @given(
     TEXTS,
     st.lists(

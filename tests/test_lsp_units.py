@@ -16,7 +16,6 @@ from lsp_server.documents import (
     PositionEncoding,
     PositionError,
     cut_pieces,
-    line_starts,
     position_encoding,
 )
 from lsp_server.lines import document_line_ends, opens_block
@@ -98,7 +97,7 @@ def test_line_starts_found_a_piece_at_a_time(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(documents, "_PIECE", 3)
     monkeypatch.setattr(documents, "_PIECE_MAX", 6)
     for text in ["", "a", "ab\r\ncd\r\n", "a\rb\r\r\n\n", "abc\r\nx", "\n" * 7, "ab\r"]:
-        assert line_starts(text) == [0, *line_end_offsets(text)], text
+        assert Document("u", text).line_starts == [0, *line_end_offsets(text)], text
         pieces, _ = cut_pieces(text)
         assert "".join(pieces) == text
         assert all(not (a.endswith("\r") and b.startswith("\n")) for a, b in pairwise(pieces))
