@@ -6,11 +6,14 @@ Usage::
         [--n N] [--seed S] [--max-tokens N] [--target X.Y] [--oracle PYTHON] [--json]
         [--no-token-healing] [--heal-compare] [--no-steering] [--witness-ending]
         [--no-stay-inside] [--inside-compare] [--budgets N...] [--jobs N]
+        [--cases FILE:LINE:COL,...] [--failures-from JSON]
 
 The cuts are those of ``bench.quotient_check`` (``--n`` of each kind, each from a file
 picked uniformly; PATHS default to the running interpreter's standard library): the
 middle of each cut is thrown away and the model fills it in three ways, with the same
-model and settings (greedy unless ``--temperature`` is given):
+model and settings (greedy unless ``--temperature`` is given).  ``--cases`` keeps only
+the cuts named (``FILE:LINE:COL`` as the report writes them); ``--failures-from`` reruns
+the cuts whose constrained middle failed in an earlier ``--json --details`` report:
 
 ``constrained``    the syntax-checked decoding loop of ``lsp_server.decoding``;
 ``unconstrained``  the model's own tokens, no checks;
@@ -776,6 +779,19 @@ def add_decoding_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--cuts", choices=["boundary", "randspan", "both"], default="both")
     p.add_argument("--n", type=int, default=50, metavar="N", help="cuts of each kind")
+    p.add_argument(
+        "--cases",
+        default="",
+        metavar="FILE:LINE:COL,...",
+        help="only these of the cuts (file and where, as the report names them)",
+    )
+    p.add_argument(
+        "--failures-from",
+        default="",
+        metavar="JSON",
+        help="instead of making cuts, the cuts whose constrained middle failed in this "
+        "report (written with --json --details)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-tokens", type=int, default=64, metavar="N")
     p.add_argument("--top-k", type=int, default=50, metavar="K")
@@ -871,6 +887,35 @@ def _open(args: argparse.Namespace) -> tuple[FimModel, Oracle]:
     return model, oracle
 
 
+def failed_cuts(path: str) -> list[Cut]:
+    """The cuts whose constrained middle failed in an earlier ``--json --details`` report
+    (the same files, offsets and true middles), in its order."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            details = json.load(f).get("details") or []
+    except (OSError, ValueError) as exc:
+        raise SetupError(f"cannot read {path}: {exc}") from exc
+    if not details:
+        raise SetupError(f"{path} has no per-cut details (it needs --json --details)")
+    return [
+        Cut(d["kind"], d["file"], d["offsets"][0], d["offsets"][1], d["true_middle"])
+        for d in details
+        if not d["runs"].get("constrained", {}).get("success", True)
+    ]
+
+
+def chosen_cuts(cuts: Sequence[Cut], corpus: Corpus, chosen: str) -> list[Cut]:
+    """Those of ``cuts`` named in ``chosen`` (``FILE:LINE:COL,...``, the report's file and
+    where: the end of the left context)."""
+    wanted = {item.strip() for item in chosen.split(",") if item.strip()}
+    picked = []
+    for cut in cuts:
+        source = corpus.by_name(cut.file)
+        if source and f"{cut.file}:{LineIndex(source.text).where(cut.left_end)}" in wanted:
+            picked.append(cut)
+    return picked
+
+
 def decode_options(args: argparse.Namespace) -> DecodeOptions:
     return DecodeOptions(
         max_tokens=args.max_tokens,
@@ -896,7 +941,12 @@ def _run(
     cfg = Config(decode_options(args), target, heal_compare=args.heal_compare,
                  inside_compare=args.inside_compare, budgets=tuple(args.budgets))  # fmt: skip
     corpus = Corpus(files, oracle)
-    cuts = [cut for kind in kinds for cut in make_cuts(corpus, kind, args.n, args.seed)]
+    if args.failures_from:
+        cuts = failed_cuts(args.failures_from)
+    else:
+        cuts = [cut for kind in kinds for cut in make_cuts(corpus, kind, args.n, args.seed)]
+    if args.cases:
+        cuts = chosen_cuts(cuts, corpus, args.cases)
     QuotientBuilder(cfg.target)  # load the grammar outside the timings
     progress = not args.no_progress and sys.stderr.isatty()
     if args.jobs > 1:
@@ -937,7 +987,11 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     with model, oracle:
-        report = _run(args, model, oracle, files, corpus_name)
+        try:
+            report = _run(args, model, oracle, files, corpus_name)
+        except SetupError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     report.elapsed_s = time.monotonic() - t0
     if args.json:
         print(json.dumps(report.to_dict(details=args.details), indent=1, ensure_ascii=False),

@@ -371,6 +371,12 @@ class Quotient:
             from .inside import InsideState
 
             self.initial = InsideState(self, left_state, False)
+            if not self.empty:
+                # Worked out now, with the build, rather than by the first middle fed:
+                # lexing the right context's first line (all of it, where it does not
+                # lex from the cursor) is a one-time cost of up to a few milliseconds
+                # that would otherwise land in the first decoding step's parser time.
+                _ = self.enclosure
 
     @property
     def target(self) -> TargetVersion:

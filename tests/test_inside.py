@@ -108,6 +108,15 @@ def test_off_by_default_and_the_fallback(target: tuple[int, int]) -> None:
     assert inside.free_initial.feed("a), g(b").complete
 
 
+def test_enclosure_is_worked_out_with_the_build(target: tuple[int, int]) -> None:
+    """Not by the first middle fed: that would land in a decoding step's parser time."""
+    inside = Quotient("x = f(", ")\n", target, stay_inside=True)
+    assert "enclosure" in vars(inside)
+    assert inside.enclosure.depth == 1
+    assert "enclosure" not in vars(Quotient("x = f(", ")\n", target))
+    assert "enclosure" not in vars(Quotient("x = )", "\n", target, stay_inside=True))
+
+
 def test_inside_empty_when_only_escapes_complete(target: tuple[int, int]) -> None:
     """R closes a bracket the cursor is in but needs a statement of its own first."""
     q = Quotient("x = f(", ") as y:\n    pass\n", target, stay_inside=True)

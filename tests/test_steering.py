@@ -26,9 +26,9 @@ from model_fixtures import (  # noqa: F401  (fixtures are used by name)
 )
 from test_completion import Steered, byte_token
 
-from lsp_server.decoding import DecodeOptions, generate
+from lsp_server.decoding import DecodeOptions, generate, steering
 from lsp_server.decoding.alternatives import ALTERNATIVES, branch, branch_points, ranked
-from lsp_server.decoding.steering import finish_chars_per_token
+from lsp_server.decoding.steering import dead_line_end, finish_chars_per_token
 from lsp_server.model import FimModel
 from quotient_parser.quotient import Quotient
 
@@ -41,6 +41,15 @@ PLUS_LEFT, PLUS_RIGHT = "x = 1 +", "\nprint(x)\n"
 def plus_model(tiny_factory: TinyFactory) -> Iterator[FimModel]:
     """A model that would chain unary pluses forever (the same as test_completion's)."""
     path = tiny_factory("plus", token_bias={" +": 20.0}, n_layer=1, n_embd=32)
+    with FimModel(path, n_ctx=512) as model:
+        yield model
+
+
+@pytest.fixture(scope="module")
+def comment_model(tiny_factory: TinyFactory) -> Iterator[FimModel]:
+    """A model that writes a comment and never stops (a line break and ``[`` next)."""
+    bias = {"#": 30.0, "\n": 20.0, "[": 15.0}
+    path = tiny_factory("comment", stop_bias=-30.0, token_bias=bias, n_layer=1, n_embd=32)
     with FimModel(path, n_ctx=512) as model:
         yield model
 
@@ -91,6 +100,47 @@ def test_finish_chars_per_token_is_measured_once(plus_model: FimModel) -> None:
     first = finish_chars_per_token(plus_model)
     assert 1.0 <= first < 8.0
     assert finish_chars_per_token(plus_model) == first
+
+
+def test_steering_follows_a_witness_where_the_bound_is_loose(
+    comment_model: FimModel,
+    target: tuple[int, int],
+    ast_accepts: Accepts,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Inside a list the model writes a comment; a finish needs a line break and a ``[``,
+    and the line break does not bring it closer by the lower bound (1 all along).
+    Steering follows the witness's text from the model's candidates and finishes;
+    steering by the lower bound alone stays in the comment, as the model does."""
+    left, right = "x = [1, ", "2]]\n"
+    opts = DecodeOptions(max_tokens=16)
+    comment_model.cache.reset()
+    r = generate(comment_model, left, right, opts, target=target)
+    assert r.complete and r.stop_reason == "steered", r.middle
+    assert ast_accepts(left + r.middle + right) and r.witness == ""
+    assert "#" in r.middle  # the model was followed while the budget allowed
+    monkeypatch.setattr(steering, "WITNESS_HORIZON", -(10**6))  # no witness asked for
+    comment_model.cache.reset()
+    bound_only = generate(comment_model, left, right, opts, target=target)
+    assert not bound_only.complete, bound_only.middle
+
+
+def test_no_comment_that_no_line_break_can_follow(
+    comment_model: FimModel, target: tuple[int, int], ast_accepts: Accepts
+) -> None:
+    """After ``from os`` a comment is a viable left prefix, but the line break it needs
+    can never come: the decoder does not open it."""
+    left, right = "from os", "import path\n"
+    quotient = Quotient(left, right, target)
+    start = quotient.initial
+    assert start.feed("#").viable and dead_line_end(start, start.feed("#"))
+    assert not dead_line_end(start, start.feed(" "))
+    inside = Quotient("x = (1", ")\n", target).initial  # a line break is fine in brackets
+    assert not dead_line_end(inside, inside.feed("#"))
+    comment_model.cache.reset()
+    r = generate(comment_model, left, right, DecodeOptions(max_tokens=12), target=target)
+    assert "#" not in r.middle
+    assert r.complete and ast_accepts(left + r.middle + right), r.middle
 
 
 # ---------------------------------------------------------------- witness endings

@@ -28,7 +28,7 @@ from .checked import checked_prefix
 from .options import DecodeOptions
 from .ranking import Ranker
 from .result import Completion, DecodeTimes
-from .steering import Steering, witness_ending
+from .steering import Steering, dead_line_end, witness_ending
 from .stopping import StopCheck, StoppingPoints
 from .text import can_take_non_ascii, heal_split, token_text
 
@@ -394,6 +394,8 @@ class Decoder:
             ok = new_state.viable
             if ok and held and not owed:
                 ok = can_take_non_ascii(new_state)
+            if ok and text:
+                ok = not dead_line_end(state, new_state)
             self._parser_ns += time.perf_counter_ns() - t0
             if ok:
                 self.take(tok, text, held, owed, new_state, ranking, order)

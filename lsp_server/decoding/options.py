@@ -42,9 +42,11 @@ class DecodeOptions:
     #: builds itself: a quotient passed in carries its own.
     stay_inside: bool = True
     #: When none of the top k candidates fits, how many more of the model's ranking are
-    #: tried (most likely first), within ``further_down_ms``.  0: none.
-    further_down: int = 2048
-    further_down_ms: float = 50.0
+    #: tried (most likely first).  0: none.  The count bounds the search, so the answer
+    #: does not depend on the machine's speed or load; ``further_down_ms`` is only a
+    #: safety cap on a pathologically slow step.
+    further_down: int = 512
+    further_down_ms: float = 1000.0
     #: The file's path as the prompt names it, for model families whose prompts carry
     #: it (Mellum's ``<filename>path``); empty when unknown.
     file_path: str = ""

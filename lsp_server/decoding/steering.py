@@ -10,9 +10,24 @@ within the tokens then left, else the first that keeps one; when the middle beco
 complete that way, generation stops there (``StopReason.STEERED``).  Candidates
 further down the ranking are weighed when none of the top k will do.  A finish at
 hand is taken earlier: from half the budget on, while the middle has never been
-complete, a step takes one of its first few viable candidates that completes it.  While steering
-is far from due, the distance is looked at again only after a quarter of the tokens
+complete, a step takes one of its first few viable candidates that completes it.
+While steering is far from due, the distance is looked at again only after a quarter of the tokens
 to spare (``RECHECK_SHARE``), which keeps its cost off most steps.
+
+The lower bound is loose where a finish must end the statement at the cursor and
+begin the one R's first line needs, so near the end of the budget steering also asks
+for a witness (``QuotientState.witness``, bounded by ``WITNESS_NODES`` states; after
+``WITNESS_MISSES`` searches that found none, no more are made): its
+length in the model's tokens is an upper bound on what a finish needs, and steering
+is due when the tokens left come within ``STEER_MARGIN`` of the larger of the two.
+With a witness, each steering step takes, in the model's order, the first candidate
+whose text begins the witness's (what is left of it stays the witness of the next
+step, so it is searched once); only without one does the lower bound choose.
+
+A candidate that opens a comment or a backslash continuation after which no line
+break can come (``from x #``) is never taken (``dead_line_end``): the quotient's
+viability, a left-prefix test, would let the model write such a comment to the end
+of the budget.
 
 When no candidate can finish within the budget, the middle stays the model's and the
 loop goes on (the best complete stopping point is returned), unless witness endings
@@ -31,6 +46,7 @@ import contextlib
 import math
 import time
 import weakref
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from lexer.text import first_line
@@ -44,7 +60,13 @@ if TYPE_CHECKING:
 
     from .loop import Choice, Decoder
 
-__all__ = ["STEER_MARGIN", "Steering", "finish_chars_per_token", "witness_ending"]
+__all__ = [
+    "STEER_MARGIN",
+    "Steering",
+    "dead_line_end",
+    "finish_chars_per_token",
+    "witness_ending",
+]
 
 #: Tokens of slack: steering starts when the tokens left are at most what a finish
 #: needs plus this many (the distance is a lower bound and the model's tokens rarely
@@ -67,6 +89,17 @@ FINISH_SAMPLE = (
     "\n", "\n    ", "        (", "           try:", "\nif x:", " in x:", ":x\n",
     "x\n", " else x", "]]]", "):\n        pass\n", "x%", "->x:",
 )  # fmt: skip
+#: Steering asks for a witness (an upper bound on what a finish needs, and a path
+#: to one) once the tokens to spare by the lower bound are at most this many.
+WITNESS_HORIZON = 8
+#: A steering witness search's bound in states expanded (what makes the answer the
+#: same on any machine and under any load), and its safety cap in time (also the
+#: request's deadline).
+WITNESS_NODES = 150
+WITNESS_STEER_SECONDS = 0.5
+#: Searches that found no witness after which a generation asks for none again (the
+#: cut is one the search cannot finish; the lower bound steers alone from then on).
+WITNESS_MISSES = 2
 #: Time a witness ending may search (also bounded by the deadline).
 WITNESS_SECONDS = 0.3
 #: Tokens of a witness ending scored under the model at most.
@@ -116,6 +149,9 @@ class Steering:
         self.spent_us: list[float] = []
         #: the step before which the distance need not be looked at again
         self._next_look = 0
+        #: the last witness asked for: (the state, its finish or None)
+        self._witness: tuple[QuotientState, str | None] | None = None
+        self._misses = 0  # witness searches that found nothing
 
     def need(self, distance: int) -> int:
         """Tokens a finish of at least ``distance`` characters is expected to take."""
@@ -143,10 +179,25 @@ class Steering:
             return None
         left = dec.opts.max_tokens - dec.tokens  # this step's token included
         distance = state.distance(natural=True)
-        spare = left - self.need(distance) - STEER_MARGIN
+        need = self.need(distance)
+        witness = None
+        if left - need - STEER_MARGIN <= WITNESS_HORIZON:
+            witness = self.witness(state)
+            if witness is not None:
+                need = max(need, self.witness_tokens(witness))
+        spare = left - need - STEER_MARGIN
         if spare > 0:
             self._next_look = dec.tokens + int(spare * RECHECK_SHARE)
             return None
+        chosen = None
+        if witness:  # an empty one: the middle is complete, an end token comes first
+            chosen = self._follow(state, witness, order, ranking)
+            if chosen is None:
+                chosen = self._follow(state, witness, dec.further_order(order, ranking), ranking)
+                if chosen is not None:
+                    dec.rescued += 1
+            if chosen is not None:
+                return chosen
         chosen = self._weigh(state, distance, left - 1, order, ranking)
         if chosen is None:
             further = dec.further_order(order, ranking)
@@ -157,27 +208,84 @@ class Steering:
             self.gave_up = dec.opts.witness_ending
         return chosen
 
-    def _close(self, state: QuotientState, order: IdArray, ranking: TokenRanking) -> Choice:
-        """The first of the first few viable candidates after which the middle is
-        complete, taken (None: none of them)."""
+    def witness(self, state: QuotientState) -> str | None:
+        """A finish of ``state`` (the rest of the one steering follows, or a new search
+        bounded by ``WITNESS_NODES``); None when none is found."""
+        known = self._witness
+        if known is not None and known[0] is state:
+            return known[1]
+        if self._misses >= WITNESS_MISSES:
+            return None
+        seconds = WITNESS_STEER_SECONDS
+        deadline = self.decoder.stop.deadline
+        if deadline is not None:
+            seconds = max(0.0, min(seconds, deadline - time.perf_counter()))
+        found = state.witness(max_nodes=WITNESS_NODES, max_seconds=seconds)
+        self._witness = (state, found.text)
+        self._misses += found.text is None
+        return found.text
+
+    def known_witness(self, state: QuotientState) -> str | None:
+        """The finish steering last found for ``state``, if it asked for that state."""
+        known = self._witness
+        return known[1] if known is not None and known[0] is state else None
+
+    def witness_tokens(self, text: str) -> int:
+        """Tokens the model's vocabulary writes ``text`` in (an upper bound on what a
+        finish needs from here)."""
+        return len(self.decoder.backend.tokenize(text)) if text else 0
+
+    def _follow(
+        self, state: QuotientState, witness: str, order: IdArray, ranking: TokenRanking
+    ) -> Choice:
+        """The first candidate, in the model's order, whose text begins the finish
+        ``witness`` (or writes it whole and completes the middle); what is left of the
+        witness stays known for the next step."""
+        first_viable: int | None = None
+        for tok, text in self._whole_texts(order):
+            if witness.startswith(text):
+                new_state = state.feed(text)
+                if new_state.viable:
+                    self._witness = (new_state, witness[len(text) :])
+                    if first_viable is None:
+                        first_viable = tok
+                    return self._take(tok, text, new_state, ranking, order, first_viable)
+            elif text.startswith(witness):
+                new_state = state.feed(text)
+                if new_state.complete:
+                    if first_viable is None:
+                        first_viable = tok
+                    return self._take(tok, text, new_state, ranking, order, first_viable)
+            if first_viable is None and state.feed(text).viable:
+                first_viable = tok
+        return None
+
+    def _whole_texts(self, order: IdArray) -> Iterator[tuple[int, str]]:
+        """The candidates of ``order`` not banned at this step that write text and leave
+        no character incomplete, with their text."""
         dec = self.decoder
         banned = dec.banned.get(dec.tokens, ())
-        viable = 0
-        first_viable: int | None = None
         for token in order:
             tok = int(token)
             if tok in banned or dec.backend.eog(tok) or not dec.vocab[tok]:
                 continue
             got = dec._text_of(tok)
-            if got is None or got[1] or not got[0]:
-                continue  # no text, or a character left incomplete
-            new_state = state.feed(got[0])
+            if got is not None and not got[1] and got[0]:
+                yield tok, got[0]
+
+    def _close(self, state: QuotientState, order: IdArray, ranking: TokenRanking) -> Choice:
+        """The first of the first few viable candidates after which the middle is
+        complete, taken (None: none of them)."""
+        viable = 0
+        first_viable: int | None = None
+        for tok, text in self._whole_texts(order):
+            new_state = state.feed(text)
             if not new_state.viable:
                 continue
             if first_viable is None:
                 first_viable = tok
             if new_state.complete:
-                return self._take(tok, got[0], new_state, ranking, order, first_viable)
+                return self._take(tok, text, new_state, ranking, order, first_viable)
             viable += 1
             if viable >= CLOSE_CANDIDATES:
                 break
@@ -260,6 +368,16 @@ def _opens_comment(before: QuotientState, after: QuotientState) -> bool:
     return previous is None or not comment_or_continuation(previous.pending)
 
 
+def dead_line_end(before: QuotientState, after: QuotientState) -> bool:
+    """Whether the step from ``before`` to ``after`` opened a comment or a backslash
+    continuation that nothing can follow: only a line break may come next, and the
+    middle cannot take one (``from x #...``), nor is it complete with R's first line
+    swallowed.  The quotient's viability, a left-prefix test, does not see this."""
+    if not _opens_comment(before, after):
+        return False
+    return not after.feed("\n").viable and not after.complete
+
+
 def witness_ending(
     decoder: Decoder, generation: Generation, stop: StopReason
 ) -> tuple[str, float, int] | None:
@@ -274,14 +392,15 @@ def witness_ending(
         seconds = min(seconds, decoder.stop.deadline - time.perf_counter())
     if seconds <= 0:
         return None
-    found = state.witness(max_seconds=seconds)
-    if found.text is None:
+    known = None if decoder.steering is None else decoder.steering.known_witness(state)
+    text = known if known is not None else state.witness(max_seconds=seconds).text
+    if text is None:
         return None
     logprob, scored = 0.0, 0
     if not decoder.held:  # the generation stands right after the middle
         previous = None
         try:
-            for token in decoder.backend.tokenize(found.text)[:WITNESS_SCORED_TOKENS]:
+            for token in decoder.backend.tokenize(text)[:WITNESS_SCORED_TOKENS]:
                 if decoder.stop():
                     break
                 if previous is not None:
@@ -291,4 +410,4 @@ def witness_ending(
                 previous = token
         except (Interrupted, ModelError):  # scoring is a figure: the witness stands
             pass
-    return found.text, logprob, scored
+    return text, logprob, scored
