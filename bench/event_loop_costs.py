@@ -43,7 +43,7 @@ from lsprotocol import types
 
 from bench.lsp_fuzz import big_text, position_of
 from lsp_server import completion_item as items
-from lsp_server.documents import Document
+from lsp_server.documents import Document, cut_pieces
 from lsp_server.jsonrpc import LARGE_BODY
 from lsp_server.request import Request
 from lsp_server.server import create_server, tune_gc
@@ -142,8 +142,8 @@ def per_message(rows: Rows, sizes: Sequence[int]) -> None:
             },
         )
         whole.append(on_loop_ms(protocol, replaced, 3))
-        # Alternating between the first and the last line: the lazy shift is settled
-        # across the whole index each time (the worst case of the line index).
+        # Alternating between the first and the last line: the farthest apart two
+        # edits can be (the worst case of the former lazily shifted line index).
         ends = [_change(uri, 0, 0), _change(uri, doc.line_count - 1, 0)]
         far.append(timed(lambda e=ends: [receive(b) for b in e]) / 2)  # type: ignore[misc]
         params = types.InlineCompletionParams(
@@ -162,8 +162,10 @@ def per_message(rows: Rows, sizes: Sequence[int]) -> None:
             server.requests.cancel("id")  # nothing accumulates between samples
         captures.append(statistics.median(capture_ms))
 
-        def digest(d: Document = doc) -> None:
-            d.set_text(d.text)  # a new text: nothing cached
+        cut = cut_pieces(doc.text)
+
+        def digest(d: Document = doc, c: tuple[list[str], list[list[int]]] = cut) -> None:
+            d.set_text(d.text, c)  # a new text (cut ahead, as the server does): no digest
             d.sha256()
 
         digests.append(timed(digest))

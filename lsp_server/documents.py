@@ -13,10 +13,10 @@ column inside a character (half a surrogate pair, part of a UTF-8 sequence)
 means the start of that character: positions are clamped to code points.
 
 Everything here runs on the server's event loop, so nothing may cost more than a
-small constant per character of the line at hand: the line index is updated per
-change from the lines the change touches (the line starts after it move by one
-shift applied lazily, so typing in one place never walks the whole index), and
-code units are counted by the codecs, not by a Python loop.
+small constant per character of the line at hand: the text is kept in pieces of at
+most 32 K characters, each with its own line ends (:class:`Document`), an edit re-cuts
+only the pieces it touches, the whole ``str`` is joined only off the loop, from a
+:class:`TextSnapshot`, and code units are counted by the codecs, not by a Python loop.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import re
+from itertools import accumulate
 from typing import Literal, get_args
 
 from lexer.text import line_end_offsets
@@ -33,8 +34,11 @@ __all__ = [
     "IndexedAhead",
     "PositionEncoding",
     "PositionError",
-    "line_starts",
+    "TextSnapshot",
+    "cut_pieces",
     "position_encoding",
+    "same_text",
+    "text_of",
 ]
 
 #: How columns are counted; UTF-16 code units are the protocol's default.
@@ -110,36 +114,41 @@ def _chars_for_units_slowly(line: str, units: int, encoding: PositionEncoding) -
     return len(line)
 
 
-#: Characters indexed per C call by :func:`line_starts`.
-_INDEX_PIECE = 1 << 17
+#: A piece of a document's text holds at most this many characters, and a run of text
+#: is cut into pieces of ``_PIECE`` (so an edit re-reads at most a few pieces).
+_PIECE = 1 << 14
+_PIECE_MAX = 2 * _PIECE
 
 
-def line_starts(text: str) -> list[int]:
-    """The offset of every line's first character, found a piece of the text at a time
-    (run on a thread, it never holds the GIL for long)."""
-    starts = [0]
-    pos = 0
-    while pos < len(text):
-        cut = min(len(text), pos + _INDEX_PIECE)
-        if text[cut - 1] == "\r":  # keep a \r\n in one piece
-            cut = min(len(text), cut + 1)
-        starts += [pos + end for end in line_end_offsets(text[pos:cut])]
-        pos = cut
-    return starts
+def cut_pieces(text: str) -> tuple[list[str], list[list[int]]]:
+    """``text`` cut into pieces of about ``_PIECE`` characters (never inside a
+    ``\\r\\n``), each with the offsets just after its own line ends."""
+    if len(text) <= _PIECE_MAX:
+        pieces = [text]
+    else:
+        pieces = []
+        pos = 0
+        while pos < len(text):
+            cut = min(len(text), pos + _PIECE)
+            if text[cut - 1] == "\r" and text[cut : cut + 1] == "\n":  # keep a \r\n whole
+                cut += 1
+            pieces.append(text[pos:cut])
+            pos = cut
+    return pieces, [line_end_offsets(piece) for piece in pieces]
 
 
 class IndexedAhead:
-    """Line indexes of texts about to be opened, computed off the event loop (while a
-    large message was parsed); a document takes the one made for its very text, and
+    """Texts about to be opened, cut into indexed pieces off the event loop (while a
+    large message was parsed); a document takes the pieces made for its very text, and
     what the message did not take is dropped once it was handled (``clear``)."""
 
     def __init__(self) -> None:
-        self._indexes: dict[int, tuple[str, list[int]]] = {}  # by id(text)
+        self._indexes: dict[int, tuple[str, tuple[list[str], list[list[int]]]]] = {}
 
     def put(self, text: str) -> None:
-        self._indexes[id(text)] = (text, line_starts(text))
+        self._indexes[id(text)] = (text, cut_pieces(text))
 
-    def take(self, text: str) -> list[int] | None:
+    def take(self, text: str) -> tuple[list[str], list[list[int]]] | None:
         entry = self._indexes.pop(id(text), None)
         return entry[1] if entry is not None and entry[0] is text else None
 
@@ -147,17 +156,66 @@ class IndexedAhead:
         self._indexes.clear()
 
 
+class TextSnapshot:
+    """A document's text at one version, as its pieces: joined into one ``str`` only
+    when first read (on the worker), hashed piece by piece."""
+
+    __slots__ = ("_digest", "_pieces", "_text", "length")
+
+    def __init__(self, pieces: tuple[str, ...], length: int) -> None:
+        self._pieces = pieces
+        self._text: str | None = pieces[0] if len(pieces) == 1 else None
+        self._digest: str | None = None
+        self.length = length
+
+    @property
+    def text(self) -> str:
+        text = self._text
+        if text is None:
+            text = self._text = "".join(self._pieces)
+        return text
+
+    def sha256(self) -> str:
+        """SHA-256 of the text in UTF-8 (lone surrogates as they would be encoded)."""
+        if self._digest is None:
+            digest = hashlib.sha256()
+            for piece in self._pieces:
+                digest.update(piece.encode("utf-8", "surrogatepass"))
+            self._digest = digest.hexdigest()
+        return self._digest
+
+
+def text_of(source: str | TextSnapshot) -> str:
+    """The text of a snapshot or of a plain string."""
+    return source if isinstance(source, str) else source.text
+
+
+def same_text(a: str | TextSnapshot, b: str | TextSnapshot) -> bool:
+    """Whether two texts are known equal without joining pieces: snapshots by identity
+    (a document hands out one snapshot per version), strings by value."""
+    if isinstance(a, str) and isinstance(b, str):
+        return a == b
+    return a is b
+
+
 class Document:
-    """The text of one open document, its version and its line index."""
+    """The text of one open document, its version and its line index.
+
+    The text is kept in pieces (:func:`cut_pieces`), each with its own line ends, and
+    running totals of characters and line ends per piece: an edit re-cuts the pieces
+    it touches and rebuilds the totals (one short list per piece, a few hundred at
+    5 MB), so it costs in proportion to the edit and a piece, never the document.
+    """
 
     __slots__ = (
-        "_digest",
-        "_shift",
-        "_shift_from",
-        "_starts",
+        "_chars_before",
+        "_ends",
+        "_ends_through",
+        "_pieces",
+        "_snapshot",
         "edited_to",
         "language_id",
-        "text",
+        "length",
         "uri",
         "version",
     )
@@ -168,73 +226,97 @@ class Document:
         text: str,
         version: int = 0,
         language_id: str = "python",
-        starts: list[int] | None = None,
+        pieces: tuple[list[str], list[list[int]]] | None = None,
     ):
-        """``starts``: the text's line starts when they were found ahead
-        (:func:`line_starts`); else they are found when first needed."""
+        """``pieces``: the text cut ahead (:func:`cut_pieces`); else it is cut here."""
         self.uri = uri
-        self.text = text
         self.version = version
         self.language_id = language_id
-        #: Line starts; those at index ``_shift_from`` and after are ``_shift`` short.
-        self._starts: list[int] | None = starts
-        self._shift_from = 0 if starts is None else len(starts)
-        self._shift = 0
-        self._digest: str | None = None
-        #: Where the last incremental change ended in ``text`` (None after a whole new
+        self._pieces: list[str] = []
+        self._ends: list[list[int]] = []
+        self._chars_before: list[int] = []
+        self._ends_through: list[int] = []
+        self._snapshot: TextSnapshot | None = None
+        self.length = 0
+        #: Where the last incremental change ended in the text (None after a whole new
         #: text): the cursor read-ahead works for, known without comparing texts.
         self.edited_to: int | None = None
+        self.set_text(text, pieces)
+
+    # -- the text ------------------------------------------------------------
+
+    def snapshot(self) -> TextSnapshot:
+        """The text as it is now (one object per version; O(pieces) to make)."""
+        snapshot = self._snapshot
+        if snapshot is None:
+            snapshot = self._snapshot = TextSnapshot(tuple(self._pieces), self.length)
+        return snapshot
+
+    @property
+    def text(self) -> str:
+        """The whole text (joined once per version: not for the event loop)."""
+        return self.snapshot().text
+
+    def sha256(self) -> str:
+        return self.snapshot().sha256()
+
+    def _totals(self) -> None:
+        self._chars_before = [0, *accumulate(map(len, self._pieces))]
+        self._ends_through = list(accumulate(map(len, self._ends)))
+        self.length = self._chars_before[-1]
+        self._snapshot = None
+
+    def _piece_at(self, offset: int) -> int:
+        """The piece holding the character at ``offset`` (the last one at the end)."""
+        return min(bisect.bisect_right(self._chars_before, offset) - 1, len(self._pieces) - 1)
+
+    def _slice(self, begin: int, end: int) -> str:
+        """``text[begin:end]``, read from the pieces it spans."""
+        if begin >= end:
+            return ""
+        first, last = self._piece_at(begin), self._piece_at(end - 1)
+        base = self._chars_before
+        if first == last:
+            return self._pieces[first][begin - base[first] : end - base[first]]
+        parts = [self._pieces[first][begin - base[first] :]]
+        parts += self._pieces[first + 1 : last]
+        parts.append(self._pieces[last][: end - base[last]])
+        return "".join(parts)
 
     # -- lines ---------------------------------------------------------------
 
     @property
     def line_starts(self) -> list[int]:
-        """Offset of the first character of every line (a copy, for inspection)."""
-        self._settle(len(self._index()))
-        return list(self._index())
-
-    def _index(self) -> list[int]:
-        if self._starts is None:
-            self._starts = [0, *line_end_offsets(self.text)]
-            self._shift_from, self._shift = len(self._starts), 0
-        return self._starts
-
-    def _start(self, line: int) -> int:
-        start = self._index()[line]
-        return start + self._shift if line >= self._shift_from else start
-
-    def _settle(self, line: int) -> None:
-        """Apply the lazy shift to the starts from ``_shift_from`` up to ``line``, or
-        down to it: afterwards the shift begins at ``line``."""
-        starts, first, shift = self._index(), self._shift_from, self._shift
-        if shift and first < line:
-            end = min(line, len(starts))
-            starts[first:end] = [s + shift for s in starts[first:end]]
-        elif shift and line < first:
-            starts[line:first] = [s - shift for s in starts[line:first]]
-        self._shift_from = line
+        """Offset of the first character of every line (for inspection)."""
+        starts = [0]
+        for base, ends in zip(self._chars_before, self._ends):
+            starts += [base + end for end in ends]
+        return starts
 
     @property
     def line_count(self) -> int:
-        return len(self._index())
+        return 1 + self._ends_through[-1]
+
+    def _start(self, line: int) -> int:
+        if line == 0:
+            return 0
+        piece = bisect.bisect_left(self._ends_through, line)  # holds the line's end
+        before = self._ends_through[piece - 1] if piece else 0
+        return self._chars_before[piece] + self._ends[piece][line - before - 1]
 
     def _line_of(self, offset: int) -> int:
         """The line holding ``offset`` (an offset between ``\\r`` and ``\\n`` belongs to
         the line the pair ends)."""
-        starts, first = self._index(), self._shift_from
-        line = bisect.bisect_right(starts, offset, 0, first) - 1
-        if line == first - 1 and first < len(starts):
-            shifted = bisect.bisect_right(starts, offset - self._shift, first) - 1
-            if shifted >= first:
-                line = shifted
-        return line
+        piece = self._piece_at(offset)
+        before = self._ends_through[piece - 1] if piece else 0
+        return before + bisect.bisect_right(self._ends[piece], offset - self._chars_before[piece])
 
     def _line_text(self, line: int) -> str:
         """Line ``line`` without its line end."""
         start = self._start(line)
         if line + 1 < self.line_count:
-            return self.text[start : self._start(line + 1)].rstrip("\r\n")
-        return self.text[start:]
+            return self._slice(start, self._start(line + 1)).rstrip("\r\n")
+        return self._slice(start, self.length)
 
     # -- positions -----------------------------------------------------------
 
@@ -250,9 +332,9 @@ class Document:
 
     def position_at(self, offset: int, encoding: PositionEncoding = "utf-16") -> tuple[int, int]:
         """The LSP position (line, character) of a string offset."""
-        offset = max(0, min(offset, len(self.text)))
+        offset = max(0, min(offset, self.length))
         line = self._line_of(offset)
-        return line, code_units(self.text[self._start(line) : offset], encoding)
+        return line, code_units(self._slice(self._start(line), offset), encoding)
 
     # -- edits ---------------------------------------------------------------
 
@@ -271,53 +353,30 @@ class Document:
         self._splice(begin, finish, new_text)
 
     def _splice(self, begin: int, finish: int, new_text: str) -> None:
-        """``text[begin:finish] = new_text``, with the lines it touches indexed again.
+        """``text[begin:finish] = new_text``, with the pieces it touches cut again.
 
-        The lines from the one holding ``begin`` to the one holding ``finish`` are
-        read again, from the line end before them (a ``\\r`` there may now pair with a
-        ``\\n``) to the next line start (its line end is untouched, and so is every
-        later line, which only moves).
+        The pieces from the one holding the character before ``begin`` to the one
+        holding the character at ``finish`` are joined, edited and cut again: their
+        first and last characters stay, so a ``\\r\\n`` never spans the new cuts' ends.
         """
-        old = self.text
-        # One join: ``a + b + c`` converts twice when the parts' widths differ (a
-        # 5 MB text with one emoji in its second half: 29 ms against 3 ms).
-        self.text = "".join((old[:begin], new_text, old[finish:]))
-        self._digest = None
+        first = self._piece_at(begin - 1) if begin else 0
+        last = self._piece_at(finish)
+        base = self._chars_before[first]
+        region = "".join(
+            (
+                self._slice(base, begin),
+                new_text,
+                self._slice(finish, self._chars_before[last + 1]),
+            )
+        )
+        pieces, ends = cut_pieces(region)  # empty only when the whole text went
+        self._pieces[first : last + 1] = pieces
+        self._ends[first : last + 1] = ends
+        self._totals()
         self.edited_to = begin + len(new_text)
-        if self._starts is None:
-            return
-        first_line = self._line_of(begin)
-        after = self._line_of(finish) + 1  # the first line start past the change
-        delta = len(new_text) - (finish - begin)
-        self._settle(after)
-        starts = self._starts
-        lo = starts[first_line] - 1 if first_line else 0
-        if after < len(starts):  # that start only moves: it is not read again
-            hi = starts[after] + self._shift + delta
-            region = [lo + s for s in line_end_offsets(self.text[lo:hi]) if lo + s < hi]
-        else:
-            region = [lo + s for s in line_end_offsets(self.text[lo:])]
-        if not first_line:
-            region.insert(0, 0)
-        starts[first_line:after] = region
-        self._shift_from = first_line + len(region)
-        self._shift += delta
 
-    def set_text(self, text: str, starts: list[int] | None = None) -> None:
-        """A whole new text (``starts``: its line starts, when found ahead)."""
-        self.text = text
-        self._starts = starts
-        self._shift_from, self._shift = (0, 0) if starts is None else (len(starts), 0)
-        self._digest = None
+    def set_text(self, text: str, pieces: tuple[list[str], list[list[int]]] | None = None) -> None:
+        """A whole new text (``pieces``: the text cut ahead, :func:`cut_pieces`)."""
+        self._pieces, self._ends = cut_pieces(text) if pieces is None else pieces
+        self._totals()
         self.edited_to = None
-
-    # -- identity ------------------------------------------------------------
-
-    def sha256(self) -> str:
-        """SHA-256 of the text in UTF-8 (lone surrogates as they would be encoded),
-        computed once per text."""
-        digest = self._digest
-        if digest is None:
-            data = self.text.encode("utf-8", "surrogatepass")
-            digest = self._digest = hashlib.sha256(data).hexdigest()
-        return digest

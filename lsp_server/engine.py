@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from .documents import TextSnapshot
 from .model import Backend, FimModel, ModelError, describe_spec, resolve_model
 from .model.remote import is_server_url, open_remote
 from .model.server_api import ServerAvailability, ServerError, ServerHTTPError
@@ -149,7 +150,9 @@ class Engine:
         if request is not None:
             request.cancel.set()
 
-    def document_changed(self, uri: str, text: str, edited_to: int | None = None) -> None:
+    def document_changed(
+        self, uri: str, text: str | TextSnapshot, edited_to: int | None = None
+    ) -> None:
         """A document was opened or changed (``didOpen``, ``didChange``): it becomes what
         the worker reads ahead for once the user pauses (``edited_to``: where the last
         edit ended, when known)."""
@@ -281,7 +284,12 @@ class Engine:
     # ---------------------------------------------------------------- requests
 
     def submit(
-        self, uri: str, text: str, offset: int, settings: Settings, alternatives: bool = False
+        self,
+        uri: str,
+        text: str | TextSnapshot,
+        offset: int,
+        settings: Settings,
+        alternatives: bool = False,
     ) -> Request:
         """Queue a completion; the previous request for ``uri`` is cancelled."""
         request = Request(uri, text, offset, settings, alternatives)

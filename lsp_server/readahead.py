@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from lexer.text import count_line_ends
 from quotient_parser.quotient import BuildInterrupted
 
+from .documents import TextSnapshot, text_of
 from .model import Backend, Interrupted
 from .model.backend import PromptCache
 from .planner import Planner
@@ -79,22 +80,28 @@ def edit_end(old: str, new: str) -> int:
 @dataclass(frozen=True)
 class _Focus:
     uri: str
-    text: str
+    source: str | TextSnapshot
     cursor: int | None
     version: int
     #: The focus's previous text, when the edit between it and ``text`` is unknown
     #: (a whole new text): the worker finds where it ended (``cursor`` then holds the
     #: previous cursor, kept if the text did not change).
-    previous: str | None = None
+    previous: str | TextSnapshot | None = None
+
+    @property
+    def text(self) -> str:
+        """The text (a snapshot's pieces joined on first use: on the worker)."""
+        return text_of(self.source)
 
     def resolved(self) -> _Focus:
         """The focus with the cursor after an unknown edit found (costs a comparison of
         the two texts: called on the worker)."""
         if self.previous is None:
             return self
-        unchanged = self.previous == self.text
-        cursor = self.cursor if unchanged else edit_end(self.previous, self.text)
-        return _Focus(self.uri, self.text, cursor, self.version)
+        previous = text_of(self.previous)
+        unchanged = previous == self.text
+        cursor = self.cursor if unchanged else edit_end(previous, self.text)
+        return _Focus(self.uri, self.source, cursor, self.version)
 
 
 class ReadAhead:
@@ -119,7 +126,7 @@ class ReadAhead:
 
     # ---------------------------------------------------------------- the focus
 
-    def document(self, uri: str, text: str, edited_to: int | None = None) -> None:
+    def document(self, uri: str, text: str | TextSnapshot, edited_to: int | None = None) -> None:
         """A document was opened or changed: it becomes the focus; after an edit to the
         focus, the cursor is taken to be where the edit ended: ``edited_to`` when the
         caller knows it (an incremental change), else found later on the worker by
@@ -131,10 +138,10 @@ class ReadAhead:
             elif edited_to is not None:
                 self._refocus(uri, text, edited_to)
             else:
-                previous = focus.text if focus.previous is None else focus.previous
+                previous = focus.source if focus.previous is None else focus.previous
                 self._refocus(uri, text, focus.cursor, previous)
 
-    def requested(self, uri: str, text: str, offset: int) -> None:
+    def requested(self, uri: str, text: str | TextSnapshot, offset: int) -> None:
         """A request arrived: its document and cursor are the focus."""
         with self._lock:
             self._refocus(uri, text, offset)
@@ -146,7 +153,11 @@ class ReadAhead:
                 self._version += 1
 
     def _refocus(
-        self, uri: str, text: str, cursor: int | None, previous: str | None = None
+        self,
+        uri: str,
+        text: str | TextSnapshot,
+        cursor: int | None,
+        previous: str | TextSnapshot | None = None,
     ) -> None:
         self._version += 1
         self._focus = _Focus(uri, text, cursor, self._version, previous)

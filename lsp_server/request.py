@@ -7,6 +7,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from .documents import TextSnapshot, same_text, text_of
 from .settings import Settings
 from .status import RequestTimes, StopReason
 from .target import ProjectTarget
@@ -37,7 +38,9 @@ class Request:
     """One completion request: a snapshot of the document, cancellable from any thread."""
 
     uri: str
-    text: str
+    #: The document's text when the request arrived; a snapshot's pieces are joined
+    #: when first read (on the worker).
+    source: str | TextSnapshot
     offset: int
     settings: Settings
     #: The user asked (an invoked inline completion, or cycling to the next suggestion):
@@ -54,6 +57,10 @@ class Request:
         return self.cancel.is_set()
 
     @property
+    def text(self) -> str:
+        return text_of(self.source)
+
+    @property
     def left(self) -> str:
         return self.text[: self.offset]
 
@@ -68,6 +75,6 @@ class Request:
             not self.cancelled
             and self.offset == other.offset
             and self.settings == other.settings
-            and self.text == other.text
+            and same_text(self.source, other.source)
             and self.alternatives >= other.alternatives
         )

@@ -201,11 +201,10 @@ class FimLanguageServer(LanguageServer):
             raise JsonRpcInvalidParams(str(exc)) from None
 
     def open_document(self, item: types.TextDocumentItem) -> None:
-        starts = self.indexed_ahead.take(item.text)
-        self.documents[item.uri] = Document(
-            item.uri, item.text, item.version, item.language_id, starts
-        )
-        self.engine.document_changed(item.uri, item.text)
+        pieces = self.indexed_ahead.take(item.text)
+        doc = Document(item.uri, item.text, item.version, item.language_id, pieces)
+        self.documents[item.uri] = doc
+        self.engine.document_changed(item.uri, doc.snapshot())
 
     def change_document(self, params: types.DidChangeTextDocumentParams) -> None:
         """Apply the changes in order.  A change that does not fit the text (a line past
@@ -236,7 +235,7 @@ class FimLanguageServer(LanguageServer):
                 )
                 return
         doc.version = params.text_document.version
-        self.engine.document_changed(doc.uri, doc.text, doc.edited_to)
+        self.engine.document_changed(doc.uri, doc.snapshot(), doc.edited_to)
 
     def close_document(self, uri: str) -> None:
         self.forget_document(uri)
@@ -337,7 +336,7 @@ class FimLanguageServer(LanguageServer):
             context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
         )
         position = types.Position(*doc.position_at(offset, self.position_encoding))
-        request = self.engine.submit(doc.uri, doc.text, offset, self.settings, invoked)
+        request = self.engine.submit(doc.uri, doc.snapshot(), offset, self.settings, invoked)
         self.requests.capture(msg_id, Captured(request, position))
 
     async def complete(self) -> tuple[Captured, Answer]:
@@ -362,8 +361,9 @@ class FimLanguageServer(LanguageServer):
         doc = self.documents.get(uri) if uri is not None else None
         document = None
         if doc is not None:
-            version, length = doc.version, len(doc.text)
-            digest = await asyncio.to_thread(doc.sha256)
+            version, snapshot = doc.version, doc.snapshot()
+            length = snapshot.length
+            digest = await asyncio.to_thread(snapshot.sha256)
             target = await asyncio.to_thread(
                 target_in_force,
                 self.settings.python_version,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from lsprotocol import types
 
@@ -13,7 +15,7 @@ from lsp_server.documents import (
     IndexedAhead,
     PositionEncoding,
     PositionError,
-    line_starts,
+    cut_pieces,
     position_encoding,
 )
 from lsp_server.lines import document_line_ends, opens_block
@@ -92,9 +94,13 @@ def test_an_edit_records_where_it_ended() -> None:
 
 
 def test_line_starts_found_a_piece_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(documents, "_INDEX_PIECE", 3)
+    monkeypatch.setattr(documents, "_PIECE", 3)
+    monkeypatch.setattr(documents, "_PIECE_MAX", 6)
     for text in ["", "a", "ab\r\ncd\r\n", "a\rb\r\r\n\n", "abc\r\nx", "\n" * 7, "ab\r"]:
-        assert line_starts(text) == [0, *line_end_offsets(text)], text
+        assert Document("u", text).line_starts == [0, *line_end_offsets(text)], text
+        pieces, _ = cut_pieces(text)
+        assert "".join(pieces) == text
+        assert all(not (a.endswith("\r") and b.startswith("\n")) for a, b in pairwise(pieces))
 
 
 def test_a_document_indexed_ahead_answers_as_one_indexed_later() -> None:
@@ -102,12 +108,12 @@ def test_a_document_indexed_ahead_answers_as_one_indexed_later() -> None:
     ahead = IndexedAhead()
     ahead.put(text)
     assert ahead.take((text + "x")[:-1]) is None  # an equal copy is not the text sent
-    assert ahead.take(text) == line_starts(text)
+    assert ahead.take(text) == cut_pieces(text)
     assert ahead.take(text) is None  # taken once
     ahead.put(text)
     ahead.clear()  # the message was handled without taking it
     assert ahead.take(text) is None
-    indexed = Document("u", text, starts=line_starts(text))
+    indexed = Document("u", text, pieces=cut_pieces(text))
     plain = Document("u", text)
     for doc in (indexed, plain):
         doc.replace((40, 2), (41, 1), "x\ny")
