@@ -97,6 +97,10 @@ def search(
         if crossing:
             found, spent = _across_statement(start, max_nodes - nodes, deadline, cutoff)
             nodes += spent
+            if found is not None:
+                # the crossing may use insertions the light search's proof did not
+                # cover (a blank line, say): its bound holds only among its own
+                lower = min(lower, len(found))
         if found is None:
             second = _AStar(analysis, keys, start, light=True, weight=weight, cutoff=cutoff)
             found = second.run(max_nodes - nodes, deadline)
@@ -113,7 +117,7 @@ def search(
         return Witness(found, len(found), True, nodes)
     if len(found) >= cutoff:
         return Witness(None, max(lower, exact.lower), False, nodes)
-    return Witness(found, max(lower, exact.lower), False, nodes)
+    return Witness(found, min(max(lower, exact.lower), len(found)), False, nodes)
 
 
 def _across_statement(

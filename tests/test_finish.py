@@ -20,7 +20,7 @@ import random
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from bench.corpus import stdlib_root
@@ -221,6 +221,9 @@ def source(name: str) -> Source:
     boundary=st.booleans(),
     share=st.floats(0, 1),
 )
+# a blank line found by the crossing of a statement end, outside the light search's
+# insertions: its proved bound (3) may not stand above the finish's length (1)
+@example(name="fnmatch.py", seed=30590, boundary=False, share=0.013417493563465669)
 def test_stdlib_cuts(
     name: str,
     seed: int,
