@@ -243,21 +243,20 @@ class Steering:
         witness stays known for the next step."""
         first_viable: int | None = None
         for tok, text in self._whole_texts(order):
-            if witness.startswith(text):
-                new_state = state.feed(text)
-                if new_state.viable:
-                    self._witness = (new_state, witness[len(text) :])
-                    if first_viable is None:
-                        first_viable = tok
-                    return self._take(tok, text, new_state, ranking, order, first_viable)
-            elif text.startswith(witness):
-                new_state = state.feed(text)
-                if new_state.complete:
-                    if first_viable is None:
-                        first_viable = tok
-                    return self._take(tok, text, new_state, ranking, order, first_viable)
-            if first_viable is None and state.feed(text).viable:
+            follows = witness.startswith(text)
+            writes_it = not follows and text.startswith(witness)
+            if not (follows or writes_it or first_viable is None):
+                continue  # fed only to follow the witness or to find the first viable
+            new_state = state.feed(text)
+            if not new_state.viable:
+                continue
+            if first_viable is None:
                 first_viable = tok
+            if follows:
+                self._witness = (new_state, witness[len(text) :])
+                return self._take(tok, text, new_state, ranking, order, first_viable)
+            if writes_it and new_state.complete:
+                return self._take(tok, text, new_state, ranking, order, first_viable)
         return None
 
     def _whole_texts(self, order: IdArray) -> Iterator[tuple[int, str]]:
