@@ -76,11 +76,11 @@ from bench.grammar_coverage import (
     OracleFailure,
     add_corpus_arguments,
     discover,
-    percentile,
     stdlib_corpus,
     stdlib_root,
     with_progress,
 )
+from bench.harness import rounded_percentile
 from bench.quotient_check import CUT_KINDS, Corpus, Cut, make_cuts
 from lexer.version import TargetVersion
 from lsp_server.decoding import Completion, DecodeOptions, build_prompt, generate
@@ -255,11 +255,6 @@ class CaseRunner:
 
 
 # --------------------------------------------------------------------------- report
-
-
-def _stat(values: Sequence[float], q: float, digits: int = 1) -> float | None:
-    value = percentile(values, q)
-    return None if value is None else round(value, digits)
 
 
 def _ratio(a: float, b: float) -> float | None:
@@ -461,18 +456,18 @@ class Report:
         )
         return {
             "parser_samples": len(parser),
-            "parser_us_per_token_median": _stat(parser, 50),
-            "parser_us_per_token_p90": _stat(parser, 90),
-            "parser_us_per_token_p99": _stat(parser, 99),
+            "parser_us_per_token_median": rounded_percentile(parser, 50),
+            "parser_us_per_token_p90": rounded_percentile(parser, 90),
+            "parser_us_per_token_p99": rounded_percentile(parser, 99),
             "steer_samples": len(steer),
-            "steer_us_per_token_median": _stat(steer, 50),
-            "steer_us_per_token_p90": _stat(steer, 90),
-            "steer_us_per_token_p99": _stat(steer, 99),
-            "parser_and_steer_us_per_token_p99": _stat(both, 99),
-            "quotient_ms_median": _stat(quotient, 50),
-            "quotient_ms_p90": _stat(quotient, 90),
-            "prompt_ms_median": _stat([r.prompt_ms for r in done], 50),
-            "prompt_tokens_median": _stat([float(r.prompt_tokens) for r in done], 50),
+            "steer_us_per_token_median": rounded_percentile(steer, 50),
+            "steer_us_per_token_p90": rounded_percentile(steer, 90),
+            "steer_us_per_token_p99": rounded_percentile(steer, 99),
+            "parser_and_steer_us_per_token_p99": rounded_percentile(both, 99),
+            "quotient_ms_median": rounded_percentile(quotient, 50),
+            "quotient_ms_p90": rounded_percentile(quotient, 90),
+            "prompt_ms_median": rounded_percentile([r.prompt_ms for r in done], 50),
+            "prompt_tokens_median": rounded_percentile([float(r.prompt_tokens) for r in done], 50),
             "wall_ratio_constrained_over_unconstrained": _ratio(c_ms, u_ms),
             "generate_ratio_constrained_over_unconstrained": _ratio(c_gen, u_gen),
         }

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import IO
 
 from bench.corpus import discover, stdlib_corpus, stdlib_root
-from bench.harness import add_corpus_arguments, percentile, with_progress
+from bench.harness import add_corpus_arguments, rounded_percentile, with_progress
 from bench.oracle import Oracle, OracleFailure
 from bench.quotient_check import CUT_KINDS, Corpus, Cut, make_cuts
 from quotient_parser.finish import INFINITE
@@ -253,11 +253,6 @@ def run(
     return results
 
 
-def _stat(values: Sequence[float], q: float, digits: int = 1) -> float | None:
-    value = percentile(values, q)
-    return None if value is None else round(value, digits)
-
-
 def report(
     results: Results, args: argparse.Namespace, target: tuple[int, int]
 ) -> dict[str, object]:
@@ -274,38 +269,40 @@ def report(
         "cuts": results.cuts,
         "empty_quotients": results.empty,
         "distance_first_call_us": {
-            "median": _stat(results.first_us, 50),
-            "p90": _stat(results.first_us, 90),
-            "p99": _stat(results.first_us, 99),
+            "median": rounded_percentile(results.first_us, 50),
+            "p90": rounded_percentile(results.first_us, 90),
+            "p99": rounded_percentile(results.first_us, 99),
             "samples": len(results.first_us),
         },
         "distance_us": {
-            "median": _stat(results.warm_us, 50),
-            "p90": _stat(results.warm_us, 90),
-            "p99": _stat(results.warm_us, 99),
+            "median": rounded_percentile(results.warm_us, 50),
+            "p90": rounded_percentile(results.warm_us, 90),
+            "p99": rounded_percentile(results.warm_us, 99),
             "samples": len(results.warm_us),
         },
         "complete_check_us": {
-            "median": _stat(results.complete_us, 50),
-            "p90": _stat(results.complete_us, 90),
-            "p99": _stat(results.complete_us, 99),
+            "median": rounded_percentile(results.complete_us, 50),
+            "p90": rounded_percentile(results.complete_us, 90),
+            "p99": rounded_percentile(results.complete_us, 99),
             "samples": len(results.complete_us),
         },
         "bound_only_us": {
-            "median": _stat(results.bound_us, 50),
-            "p90": _stat(results.bound_us, 90),
-            "p99": _stat(results.bound_us, 99),
+            "median": rounded_percentile(results.bound_us, 50),
+            "p90": rounded_percentile(results.bound_us, 90),
+            "p99": rounded_percentile(results.bound_us, 99),
             "samples": len(results.bound_us),
         },
         "witness": {
             "states": len(samples),
             "found": len(found),
             "proved_shortest": len(exact),
-            "ms_median": _stat([s.ms for s in samples], 50),
-            "ms_p90": _stat([s.ms for s in samples], 90),
-            "ms_p99": _stat([s.ms for s in samples], 99),
-            "nodes_median": _stat([s.nodes for s in samples], 50, 0),
-            "length_median": _stat([s.length for s in found if s.length is not None], 50, 0),
+            "ms_median": rounded_percentile([s.ms for s in samples], 50),
+            "ms_p90": rounded_percentile([s.ms for s in samples], 90),
+            "ms_p99": rounded_percentile([s.ms for s in samples], 99),
+            "nodes_median": rounded_percentile([s.nodes for s in samples], 50, 0),
+            "length_median": rounded_percentile(
+                [s.length for s in found if s.length is not None], 50, 0
+            ),
             "bound_over_shortest_mean": round(
                 sum(s.bound / s.length for s in nonzero if s.length) / len(nonzero), 3
             )
@@ -321,10 +318,10 @@ def report(
             "true_middles": dict(sorted(results.inside.items())),
             "kept_share": round(sum(kept.values()) / max(1, sum(results.inside.values())), 3),
             "looks_empty": results.inside_empty,
-            "step_us_free_median": _stat(results.step_free_us, 50),
-            "step_us_check_median": _stat(results.step_inside_us, 50),
-            "step_us_check_p99": _stat(results.step_inside_us, 99),
-            "extra_us_median": _stat(inside_steps, 50),
+            "step_us_free_median": rounded_percentile(results.step_free_us, 50),
+            "step_us_check_median": rounded_percentile(results.step_inside_us, 50),
+            "step_us_check_p99": rounded_percentile(results.step_inside_us, 99),
+            "extra_us_median": rounded_percentile(inside_steps, 50),
             "examples": [
                 {"file": f, "reason": r, "left_end": lt, "middle": m}
                 for f, r, lt, m in results.inside_examples

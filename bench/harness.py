@@ -80,6 +80,12 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return round(s[lo] + (s[hi] - s[lo]) * (k - lo), 4)
 
 
+def rounded_percentile(values: Sequence[float], q: float, digits: int = 1) -> float | None:
+    """:func:`percentile` rounded to ``digits`` decimals, as reports print it."""
+    value = percentile(values, q)
+    return None if value is None else round(value, digits)
+
+
 class _SimpleProgress:
     """A minimal stand-in for tqdm."""
 

@@ -72,7 +72,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from bench.harness import percentile
+from bench.harness import rounded_percentile
 from lexer.text import line_end_offsets
 from lexer.version import NEWEST, SUPPORTED
 
@@ -1056,8 +1056,8 @@ class Fuzzer:
             "exit_code_mismatches": t.exit_codes,
             "longest_stall_ms": round(t.longest_stall[0], 1),
             "longest_stall_class": t.longest_stall[1],
-            "probe_ms_p50": _round(percentile(t.probe_ms, 50)),
-            "probe_ms_p99": _round(percentile(t.probe_ms, 99)),
+            "probe_ms_p50": rounded_percentile(t.probe_ms, 50),
+            "probe_ms_p99": rounded_percentile(t.probe_ms, 99),
             "probes": len(t.probe_ms),
             "rss_mb_start": t.rss[0] if t.rss else None,
             "rss_mb_end": t.rss[-1] if t.rss else None,
@@ -1077,10 +1077,6 @@ class Fuzzer:
             "output_problems": t.output_problems[:8],
             "by_class": by_class,
         }
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 1)
 
 
 Case = Callable[[Fuzzer, random.Random], Awaitable[None]]

@@ -39,10 +39,10 @@ from bench.grammar_coverage import (
     OracleFailure,
     add_corpus_arguments,
     discover,
-    percentile,
     stdlib_corpus,
     stdlib_root,
 )
+from bench.harness import rounded_percentile
 from bench.quotient_check import CUT_KINDS, Corpus, make_cuts
 from lexer.version import TargetVersion
 from lsp_server.decoding import DecodeOptions
@@ -71,13 +71,9 @@ def _index_times(model: FimModel, repeat: int = 3) -> dict[str, float | None]:
         loaded.append((time.perf_counter() - t0) * 1e3)
     _ = model.token_index
     return {
-        "index_build_ms": _round(percentile(built, 50)),
-        "index_load_ms": _round(percentile(loaded, 50)),
+        "index_build_ms": rounded_percentile(built, 50),
+        "index_load_ms": rounded_percentile(loaded, 50),
     }
-
-
-def _round(value: float | None, digits: int = 1) -> float | None:
-    return None if value is None else round(value, digits)
 
 
 def _detected(model: FimModel) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from bench import model_families
-from bench.grammar_coverage import percentile
+from bench.harness import rounded_percentile
 from lsp_server.decoding.loop import Decoder
 
 PARTS = ("stop", "candidates", "ahead")
@@ -92,11 +92,6 @@ class _Recorder:
             setattr(Decoder, name, original)
 
 
-def _stat(values: list[float], q: float) -> float | None:
-    value = percentile(values, q)
-    return None if value is None else round(value, 1)
-
-
 def split(argv: Sequence[str]) -> dict[str, Any]:
     """Run ``bench.model_families`` with ``argv``; its report with each family's split."""
     families = list(model_families.FAMILIES)
@@ -116,9 +111,9 @@ def split(argv: Sequence[str]) -> dict[str, Any]:
             entry: dict[str, Any] = {"family": name, "steps": len(steps)}
             for part in (*PARTS, "total"):
                 values = [s[part] for s in steps]
-                entry[f"{part}_us_median"] = _stat(values, 50)
-                entry[f"{part}_us_p90"] = _stat(values, 90)
-            entry["tried_median"] = _stat([s["tried"] for s in steps], 50)
+                entry[f"{part}_us_median"] = rounded_percentile(values, 50)
+                entry[f"{part}_us_p90"] = rounded_percentile(values, 90)
+            entry["tried_median"] = rounded_percentile([s["tried"] for s in steps], 50)
             report["families"].append(entry)
     return report
 

@@ -78,7 +78,7 @@ from bench.harness import (
     FileTimeout,
     add_corpus_arguments,
     crash_detail,
-    percentile,
+    rounded_percentile,
     time_limit,
     with_progress,
 )
@@ -553,11 +553,6 @@ class CutChecker:
 # --------------------------------------------------------------------------- report
 
 
-def _stat(values: Sequence[float], q: float) -> float | None:
-    value = percentile(values, q)
-    return None if value is None else round(value, 3)
-
-
 @dataclass
 class Report:
     target: tuple[int, int]
@@ -592,8 +587,8 @@ class Report:
             ]
             by_size[label] = {
                 "count": len(times),
-                "median": _stat(times, 50),
-                "p90": _stat(times, 90),
+                "median": rounded_percentile(times, 50, 3),
+                "p90": rounded_percentile(times, 90, 3),
             }
         return {
             "target": ".".join(map(str, self.target)),
@@ -625,19 +620,19 @@ class Report:
             "crashes": self.count("crash"),
             "timeouts": self.count("timeout"),
             "oracle_failures": self.count("oracle"),
-            "build_ms_median": _stat(builds, 50),
-            "build_ms_p90": _stat(builds, 90),
+            "build_ms_median": rounded_percentile(builds, 50, 3),
+            "build_ms_p90": rounded_percentile(builds, 90, 3),
             "build_ms_by_size": by_size,
-            "rebuild_ms_median": _stat(rebuilds, 50),
-            "rebuild_ms_p90": _stat(rebuilds, 90),
+            "rebuild_ms_median": rounded_percentile(rebuilds, 50, 3),
+            "rebuild_ms_p90": rounded_percentile(rebuilds, 90, 3),
             "step_samples": len(steps),
-            "step_us_median": _stat(steps, 50),
-            "step_us_p90": _stat(steps, 90),
-            "step_us_p99": _stat(steps, 99),
+            "step_us_median": rounded_percentile(steps, 50, 3),
+            "step_us_p90": rounded_percentile(steps, 90, 3),
+            "step_us_p99": rounded_percentile(steps, 99, 3),
             "eos_samples": len(eos),
-            "eos_us_median": _stat(eos, 50),
-            "eos_us_p90": _stat(eos, 90),
-            "eos_us_p99": _stat(eos, 99),
+            "eos_us_median": rounded_percentile(eos, 50, 3),
+            "eos_us_p90": rounded_percentile(eos, 90, 3),
+            "eos_us_p99": rounded_percentile(eos, 99, 3),
             "elapsed_s": round(self.elapsed_s, 3),
             "failures": [asdict(f) for f in self.failures()],
         }

@@ -57,7 +57,8 @@ from bench.fim_quality import (
     decode_options,
     run_cuts,
 )
-from bench.grammar_coverage import Oracle, OracleFailure, add_corpus_arguments, percentile
+from bench.grammar_coverage import Oracle, OracleFailure, add_corpus_arguments
+from bench.harness import rounded_percentile
 from bench.llama_server import (
     BuildFailed,
     BuildUnavailable,
@@ -105,11 +106,6 @@ class RemoteCaseRunner(CaseRunner):
         return run
 
 
-def _stat(values: Sequence[float], q: float) -> float | None:
-    value = percentile(values, q)
-    return None if value is None else round(value, 1)
-
-
 def _mean(values: Sequence[float]) -> float | None:
     return round(statistics.fmean(values), 3) if values else None
 
@@ -136,10 +132,10 @@ def remote_figures(
             "wide_probes": sum(t.get("wide", 0) for *_, t in runs),
             "held_back_probes": sum(t.get("held_back", 0) for *_, t in runs),
             "refills": sum(t.get("refills", 0) for *_, t in runs),
-            "latency_ms_p50": _stat([y.total_ms for _, y, _ in runs], 50),
-            "latency_ms_p95": _stat([y.total_ms for _, y, _ in runs], 95),
-            "local_latency_ms_p50": _stat([x.total_ms for x, _, _ in runs], 50),
-            "local_latency_ms_p95": _stat([x.total_ms for x, _, _ in runs], 95),
+            "latency_ms_p50": rounded_percentile([y.total_ms for _, y, _ in runs], 50),
+            "latency_ms_p95": rounded_percentile([y.total_ms for _, y, _ in runs], 95),
+            "local_latency_ms_p50": rounded_percentile([x.total_ms for x, _, _ in runs], 50),
+            "local_latency_ms_p95": rounded_percentile([x.total_ms for x, _, _ in runs], 95),
             "wall_ratio_remote_over_local": round(remote_ms / local_ms, 3) if local_ms else None,
         }
     return out
@@ -214,8 +210,8 @@ def many_editors(
             {
                 "editors": editors,
                 "completions": len(latencies),
-                "latency_ms_p50": _stat(latencies, 50),
-                "latency_ms_p95": _stat(latencies, 95),
+                "latency_ms_p50": rounded_percentile(latencies, 50),
+                "latency_ms_p95": rounded_percentile(latencies, 95),
                 "wall_s": round(wall, 2),
                 "completions_per_s": round(len(latencies) / wall, 2) if wall else None,
                 "same_as_one_editor": same,
