@@ -68,11 +68,62 @@ def _tables(server: Any) -> dict[str, Any]:
     }
     automata = [o for o in gc.get_objects() if isinstance(o, Automaton)]
     forward = {id(r.automaton): str(v) for v, r in Recognizer._cache.items()}
+    backward = {id(found[0]): str(v) for v, found in suffix._REVERSED.items()}
+    retired = [a for a in automata if id(a) not in forward and id(a) not in backward]
     for auto in automata:
         name = forward.get(id(auto))
-        key = f"automaton_{name}" if name else f"reversed_automaton_{len(auto.st_items)}"
-        tables[key if name else "reversed_automata"] = _automaton_sizes(auto)
+        if name:
+            tables[f"automaton_{name}"] = _automaton_sizes(auto)
+        elif id(auto) in backward:
+            tables[f"reversed_automaton_{backward[id(auto)]}"] = _automaton_sizes(auto)
+    # Generations no cache holds any more, still alive (held, or cyclic garbage not
+    # yet collected).
+    tables["retired_automata_alive"] = len(retired)
+    tables["retired_automata_states"] = sum(a.n_states for a in retired)
     return tables
+
+
+_MALLINFO_FIELDS = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks")
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t) for name in (*_MALLINFO_FIELDS, "uordblks", "fordblks", "keepcost")
+    ]
+
+
+def _malloc_mb() -> dict[str, float] | None:
+    """glibc's own account (``mallinfo2``): bytes in use, free but kept in its heaps
+    (fragmentation a trim may return), and mapped directly; None without glibc."""
+    try:
+        mallinfo2 = ctypes.CDLL("libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        return None
+    mallinfo2.restype = _MallInfo2
+    info = mallinfo2()
+    return {
+        "inUseMb": round(info.uordblks / 2**20, 1),
+        "freeMb": round(info.fordblks / 2**20, 1),
+        "mappedMb": round(info.hblkhd / 2**20, 1),
+    }
+
+
+def _cyclic_garbage() -> dict[str, Any]:
+    """Collect, keeping what the collector found (``DEBUG_SAVEALL``): the cyclic
+    garbage that was waiting, counted by type, and the resident memory after."""
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        found = gc.collect()
+        by_type: dict[str, int] = {}
+        for obj in gc.garbage:
+            name = type(obj).__name__
+            by_type[name] = by_type.get(name, 0) + 1
+        gc.garbage.clear()
+    finally:
+        gc.set_debug(0)
+    gc.collect()  # what was saved is unreachable again: free it
+    top = sorted(by_type.items(), key=lambda kv: -kv[1])[:12]
+    return {"objects": found, "byType": dict(top), "rssAfterMb": _rss_mb()}
 
 
 def _frame(frame: tracemalloc.Frame) -> str:
@@ -102,17 +153,23 @@ def serve(frames: int, max_states: int | None = None) -> int:
 
     @server.feature("bench/heap")
     def heap(ls: Any, params: Any) -> dict[str, Any]:
-        plain = (isinstance(params, dict) and params.get("plain")) or getattr(
-            params, "plain", False
-        )
-        if plain:  # resident memory and tables only: what a user's server does
-            return {
+        def option(name: str) -> bool:
+            return bool(
+                (isinstance(params, dict) and params.get(name)) or getattr(params, name, False)
+            )
+
+        if option("plain"):  # resident memory and tables only: what a user's server does
+            row: dict[str, Any] = {
                 "rssMb": _rss_mb(),
                 "rssAfterTrimMb": None,
                 "tracedMb": None,
+                "malloc": _malloc_mb(),
                 "growth": [],
                 "tables": _tables(ls),
             }
+            if option("collect"):  # a diagnosis: what the collector had still to free
+                row["cyclicGarbage"] = _cyclic_garbage()
+            return row
         gc.collect()
         if not tracemalloc.is_tracing():
             tracemalloc.start(frames)
@@ -142,6 +199,7 @@ def serve(frames: int, max_states: int | None = None) -> int:
         return {
             "rssMb": rss,
             "rssAfterTrimMb": trimmed,
+            "malloc": _malloc_mb(),
             "tracedMb": round(traced / 2**20, 2),
             "growth": top,
             "tables": _tables(ls),
@@ -179,7 +237,9 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 fuzzer.begin_case("storm", "typing_storm")
                 await typing_storm(fuzzer, fuzzer.rng)
                 await fuzzer.drain()
-            record = await fuzzer.request("bench/heap", {"plain": args.plain})
+            record = await fuzzer.request(
+                "bench/heap", {"plain": args.plain, "collect": args.collect}
+            )
             await fuzzer.wait_for([record], 120)
             row = record.result if isinstance(record.result, dict) else {}
             row["storm"] = storm
@@ -194,7 +254,29 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         if fuzzer.server is not None:
             await fuzzer.server.stop()
         fuzzer.oracle.shutdown(cancel_futures=True)
-    return {"storms": args.storms, "changes": args.changes, "seed": args.seed, "rows": rows}
+    return {
+        "storms": args.storms,
+        "changes": args.changes,
+        "seed": args.seed,
+        "maxStates": args.max_states,
+        "plain": args.plain,
+        "secondHalfGrowthMbPerStorm": growth_per_storm(rows),
+        "rows": rows,
+    }
+
+
+def growth_per_storm(rows: Sequence[dict[str, Any]]) -> float | None:
+    """Resident memory's growth a storm over the second half of the storms (MB, the
+    least-squares slope): zero within noise once every bound is reached."""
+    half = [r for r in rows if r["storm"] >= rows[-1]["storm"] / 2 and r.get("rssMb")]
+    if len(half) < 2:
+        return None
+    storms = [float(r["storm"]) for r in half]
+    rss = [float(r["rssMb"]) for r in half]
+    mean_storm, mean_rss = sum(storms) / len(storms), sum(rss) / len(rss)
+    spread = sum((s - mean_storm) ** 2 for s in storms)
+    slope = sum((s - mean_storm) * (m - mean_rss) for s, m in zip(storms, rss)) / spread
+    return round(slope, 3)
 
 
 def automaton_growth(files: int) -> list[dict[str, Any]]:
@@ -262,6 +344,7 @@ def format_report(report: dict[str, Any]) -> str:
         for key, kb in sorted(growth.items(), key=lambda kv: -kv[1])[:10]:
             lines.append(f"  {kb:8.1f}  {' <- '.join(key)}")
         lines.append("tables at the end: " + json.dumps(rows[-1].get("tables", {})))
+    lines.append(f"growth a storm over the second half: {report['secondHalfGrowthMbPerStorm']} MB")
     return "\n".join(lines)
 
 
@@ -276,6 +359,12 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         "--plain",
         action="store_true",
         help="no tracemalloc and no malloc_trim: resident memory as users see it",
+    )
+    p.add_argument(
+        "--collect",
+        action="store_true",
+        help="with --plain, a diagnosis: after each storm, collect and report the cyclic "
+        "garbage by type (changes what later storms start from)",
     )
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-progress", dest="progress", action="store_false")
