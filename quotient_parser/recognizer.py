@@ -32,6 +32,7 @@ from lexer.version import NEWEST, TargetLike, TargetVersion
 
 from .earley import Automaton, Chart
 from .grammar_tools import Grammar, load_grammar
+from .heap import note_freed_on_death, trim_if_freed
 
 __all__ = [
     "Recognizer",
@@ -179,9 +180,11 @@ class Recognizer:
 
     def __new__(cls, target: TargetLike = NEWEST) -> Recognizer:
         version = TargetVersion.parse(target)
+        trim_if_freed()  # once after a retired generation was freed (``heap.py``)
         cache = cls._cache
         cached = cache.pop(version, None)
         if cached is not None and cached.automaton.n_states > cls.max_states:
+            cached._retire()
             cached = None
         if cached is None:
             cached = super().__new__(cls)
@@ -203,8 +206,10 @@ class Recognizer:
             return
         by_use = sorted(cache, key=cls._asked.__getitem__)  # stable: then by recency
         for version in by_use[:-1]:
-            total -= cache.pop(version).automaton.n_states
+            retired = cache.pop(version)
+            total -= retired.automaton.n_states
             del cls._asked[version]
+            retired._retire()
             if total <= cls.max_states:
                 break
 
@@ -213,17 +218,32 @@ class Recognizer:
         self.grammar: Grammar = load_grammar(version)
         self.automaton = Automaton(self.grammar)
         self.classify = SymbolClassifier(self.grammar, self.automaton)
-        self._initial = RecognizerState(
+        self._initial: RecognizerState | None = RecognizerState(
             self, LexState.initial(target=version), Chart.initial(self.automaton), None
         )
 
+    def _retire(self) -> None:
+        """Out of the cache: let reference counting free this generation as soon as no
+        state holds it.  The initial state held here is the one cycle through it
+        (state -> recognizer -> state), which only the cyclic collector would break, a
+        full pass holding the GIL for tens of milliseconds; nothing else is touched, so
+        every state still held goes on working with its own tables.  Once the automaton
+        is freed, the heap is trimmed (``heap.py``)."""
+        self._initial = None
+        note_freed_on_death(self.automaton)
+
     def initial(self) -> RecognizerState:
         """The state before any text (an empty module is complete)."""
-        return self._initial
+        initial = self._initial
+        if initial is None:  # a retired generation, still asked by someone holding it
+            return RecognizerState(
+                self, LexState.initial(target=self.version), Chart.initial(self.automaton), None
+            )
+        return initial
 
     def recognize(self, text: str) -> bool:
         """Whether ``text`` is a complete, valid module for the target version."""
-        return self._initial.feed(text).complete
+        return self.initial().feed(text).complete
 
     # -- helpers for states -------------------------------------------------
 

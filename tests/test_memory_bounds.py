@@ -13,12 +13,15 @@ storms; these tests check the mechanisms with small bounds.)
 from __future__ import annotations
 
 import gc
+import itertools
 import weakref
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from quotient_parser import suffix
+from quotient_parser import heap, suffix
 from quotient_parser.quotient import QuotientBuilder
 from quotient_parser.recognizer import Recognizer
 
@@ -149,3 +152,87 @@ def test_recent_backward_parses_are_bounded_by_size(monkeypatch: pytest.MonkeyPa
         assert suffix.right_context_can_end_module(f"y{k} = 2\n" + long_right, (3, 12))
         assert sum(map(len, suffix._RECENT_PARSES)) <= 200 + 200  # the newest may fill up
     assert len(suffix._RECENT_PARSES) <= 2
+
+
+@pytest.fixture
+def no_collector() -> Iterator[None]:
+    """Only reference counting frees objects while the test runs."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def test_a_retired_generation_is_freed_without_the_collector(
+    small_automata: None, no_collector: None
+) -> None:
+    """Retirement breaks the generation's one cycle (its initial state), so it is freed
+    by reference counting as soon as the builder moves on, and the heap is trimmed once
+    at the next ``Recognizer(target)``."""
+    builder = QuotientBuilder("3.12")
+    builder.warm(SOURCES[0])  # states at each line start, no quotient
+    old = weakref.ref(builder.recognizer.automaton)
+    for source in SOURCES:
+        builder.recognizer.initial().feed(source)
+    heap.trim_if_freed()  # whatever other tests left to trim
+    builder.warm(SOURCES[1])  # moves to the new generation, dropping the old states
+    assert old() is None
+    assert heap.trim_if_freed()  # the freed generation asks for one trim
+    assert not heap.trim_if_freed()
+    assert builder.recognizer.recognize(SOURCES[1])
+
+
+def test_a_retired_generation_answers_as_before(small_automata: None) -> None:
+    """States held across the retirement keep their verdicts, and a holder of the old
+    recognizer can still start from its initial state."""
+    first = Recognizer("3.12")
+    held = first.initial().feed("def f(x):\n    return (x +")
+    for source in SOURCES:
+        first.initial().feed(source)
+    assert Recognizer("3.12") is not first  # retired
+    assert held.feed(" 1)\n").complete and not held.feed(" 1]\n").viable
+    again = first.initial()
+    assert again.recognizer is first and again.chart is not None
+    assert again.chart.automaton is first.automaton
+    assert all(first.recognize(source) for source in SOURCES)
+    assert not first.recognize("x = (\n")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    source=st.sampled_from(SOURCES),
+    edits=st.lists(st.tuples(st.integers(0, 200), st.sampled_from("():[]x 1\n=,")), max_size=3),
+    cuts=st.lists(st.integers(1, 200), max_size=5),
+    retire_at=st.sets(st.integers(0, 5)),
+)
+def test_verdicts_are_unchanged_by_retirements(
+    source: str, edits: list[tuple[int, str]], cuts: list[int], retire_at: set[int]
+) -> None:
+    """A text fed piece by piece while generations are retired between the pieces (the
+    states fed on are the retired generation's) gets the verdicts it gets without."""
+    for at, char in edits:
+        source = source[:at] + char + source[at:]
+    bounds = sorted({0, len(source), *(c for c in cuts if c < len(source))})
+    pieces = [source[a:b] for a, b in itertools.pairwise(bounds)]
+    saved = Recognizer._cache, Recognizer._asked, Recognizer.max_states
+    Recognizer._cache, Recognizer._asked = {}, {}
+    try:
+        expected = []
+        state = Recognizer("3.12").initial()
+        for piece in pieces:
+            state = state.feed(piece)
+            expected.append((state.viable, state.complete))
+        state = Recognizer("3.12").initial()
+        for k, piece in enumerate(pieces):
+            if k in retire_at:
+                Recognizer.max_states = -1
+                assert Recognizer("3.12") is not state.recognizer  # a new generation
+                Recognizer.max_states = saved[2]
+            state = state.feed(piece)
+            assert (state.viable, state.complete) == expected[k]
+        fresh = Recognizer("3.12").initial().feed(source)
+        assert (fresh.viable, fresh.complete) == expected[-1]
+    finally:
+        Recognizer._cache, Recognizer._asked, Recognizer.max_states = saved
