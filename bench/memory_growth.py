@@ -74,7 +74,7 @@ def _tables(server: Any) -> dict[str, Any]:
         name = forward.get(id(auto))
         if name:
             tables[f"automaton_{name}"] = _automaton_sizes(auto)
-        elif id(auto) in backward:
+        elif id(auto) in backward:  # the backward parser (``suffix``)
             tables[f"reversed_automaton_{backward[id(auto)]}"] = _automaton_sizes(auto)
     # Generations no cache holds any more, still alive (held, or cyclic garbage not
     # yet collected).
@@ -319,6 +319,77 @@ def automaton_growth(files: int) -> list[dict[str, Any]]:
     return rows
 
 
+def _stdlib_texts(seed: int) -> list[str]:
+    import random
+
+    from bench.corpus import stdlib_corpus
+
+    paths = [
+        f.path
+        for f in stdlib_corpus()
+        if 2_000 < f.path.stat().st_size < 40_000 and "test" not in f.name.split("/")[0]
+    ]
+    random.Random(seed).shuffle(paths)
+    texts = []
+    for path in paths:
+        try:
+            texts.append(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return texts
+
+
+def retirement_gaps(states: int, rounds: int, seed: int) -> dict[str, Any]:
+    """What retiring a generation of about ``states`` states costs the event loop: the
+    longest gap of a 1 ms ticker on the main thread (``bench.event_loop_costs``) while
+    a worker thread retires it, drops its last reference (reference counting frees it
+    there) and asks again (the heap is trimmed there), against the gap of a full
+    collection (``gc.collect()``, what freed retired generations before) with such a
+    generation alive, with the collector as ``fimlsp`` sets it (``tune_gc``)."""
+    import weakref
+
+    from bench.event_loop_costs import longest_gap
+    from lsp_server.server import tune_gc
+    from quotient_parser import heap
+    from quotient_parser.recognizer import Recognizer
+
+    version = (sys.version_info.major, sys.version_info.minor)
+    texts = iter(_stdlib_texts(seed))
+    tune_gc()
+    rows = []
+    for _ in range(rounds):
+        Recognizer.max_states = -1  # a fresh generation, grown to the size asked for
+        grown = [Recognizer(version)]
+        Recognizer.max_states = states
+        while grown[0].automaton.n_states < states:
+            grown[0].initial().feed(next(texts))
+        size = grown[0].automaton.n_states
+        rss_before = _rss_mb()
+        collect_gap, collect_ms = longest_gap(gc.collect)
+        trims, automaton = heap.trims, weakref.ref(grown[0].automaton)
+
+        def retire(grown: list[Recognizer] = grown) -> None:
+            assert Recognizer(version) is not grown[0]  # over the bound: retired
+            grown.clear()  # the last reference: freed here
+            Recognizer(version)  # the next ask trims the heap
+
+        gap, took = longest_gap(retire)
+        rows.append(
+            {
+                "states": size,
+                "retireGapMs": round(gap, 2),
+                "retireMs": round(took, 2),
+                "freed": automaton() is None,
+                "trimmed": heap.trims > trims,
+                "rssBeforeMb": rss_before,
+                "rssAfterMb": _rss_mb(),
+                "fullCollectionGapMs": round(collect_gap, 2),
+                "fullCollectionMs": round(collect_ms, 2),
+            }
+        )
+    return {"states": states, "rounds": rounds, "seed": seed, "rows": rows}
+
+
 def format_report(report: dict[str, Any]) -> str:
     rows = report["rows"]
     lines = [
@@ -381,10 +452,28 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         default=None,
         help="the server's Recognizer.max_states (smaller: its plateau comes in fewer storms)",
     )
+    p.add_argument(
+        "--retirement",
+        type=int,
+        metavar="STATES",
+        default=0,
+        help="instead: the event loop's longest gap while a generation of STATES states "
+        "is retired and freed, against a full collection's",
+    )
+    p.add_argument("--rounds", type=int, default=5, help="with --retirement: generations")
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.serve:
         return serve(args.frames, args.max_states)
+    if args.retirement:
+        report = retirement_gaps(args.retirement, args.rounds, args.seed)
+        print(
+            json.dumps(report, indent=1)
+            if args.json
+            else "\n".join(json.dumps(row) for row in report["rows"]),
+            file=out or sys.stdout,
+        )
+        return 0
     if args.automaton:
         rows = automaton_growth(args.automaton)
         print(

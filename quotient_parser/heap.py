@@ -1,23 +1,31 @@
-"""Giving the memory of a freed parser generation back to the system.
+"""Freeing a retired parser generation without stalling other threads.
 
 A retired generation (``Recognizer.max_states``) is freed by reference counting
-once no state holds it: some thousands of item sets, goto tables and memo dicts,
-megabytes at a time.  glibc's allocator keeps what is freed for later use and
-returns it only from the top of its heaps, so a server that retires generations
-now and then would keep its resident memory at its highest ever.  When an
-automaton noted here dies, the next :func:`trim_if_freed` (the recognizer asks at
-every ``Recognizer(target)``, on the thread that parses) runs ``malloc_trim(0)``
-once, which hands free pages inside the heaps back as well.  The call releases the
-GIL (ctypes), so other threads run meanwhile.  Without glibc it is a no-op.
+once no state holds it: some thousands of item sets, goto tables and memo dicts.
+Freed at once, its tables would hold the GIL for milliseconds per thousand states
+(the event loop waits as long), and glibc's allocator would keep the memory for
+later use, returning only what lies at the top of its heaps.
+
+So an automaton noted here (:func:`free_in_pieces`) hands its tables over when it
+dies, and the next :func:`trim_if_freed` (the recognizer asks at every
+``Recognizer(target)``, on the thread that parses) takes them apart a few hundred
+entries at a time, letting other threads run in between, then runs
+``malloc_trim(0)`` once, which returns free pages inside the heaps to the system
+too.  The trim releases the GIL (ctypes); without glibc it is skipped.
 """
 
 from __future__ import annotations
 
 import ctypes
+import time
 import weakref
 from collections.abc import Callable
+from typing import Any
 
-__all__ = ["note_freed_on_death", "trim_if_freed"]
+__all__ = ["free_in_pieces", "trim_if_freed"]
+
+#: Entries of a table freed at once: each piece holds the GIL well under a millisecond.
+PIECE = 256
 
 
 def _find_malloc_trim() -> Callable[[int], int] | None:
@@ -32,29 +40,44 @@ def _find_malloc_trim() -> Callable[[int], int] | None:
 
 
 _malloc_trim = _find_malloc_trim()
-#: How many noted objects died since the last trim (set from any thread, by the
-#: finalizer; read and reset by the thread that trims).
-_freed_since_trim = 0
+#: Tables of noted objects that died, waiting to be taken apart (appended by the
+#: finalizer on whichever thread dropped the last reference, popped by the trimming one).
+_dead_tables: list[list[Any] | dict[Any, Any]] = []
 #: How many trims ran (for tests and benchmarks).
 trims = 0
 
 
-def _count_freed() -> None:
-    global _freed_since_trim
-    _freed_since_trim += 1
+def free_in_pieces(obj: object) -> None:
+    """When ``obj`` dies, keep its list and dict attributes for :func:`trim_if_freed`
+    to free in pieces, then trim the heap."""
+    tables = [v for v in vars(obj).values() if isinstance(v, (list, dict))]
+    weakref.finalize(obj, _dead_tables.extend, tables).atexit = False
 
 
-def note_freed_on_death(obj: object) -> None:
-    """Ask for a trim once ``obj`` (a retired generation's automaton) is freed."""
-    weakref.finalize(obj, _count_freed)
+def _take_apart(table: list[Any] | dict[Any, Any]) -> None:
+    if isinstance(table, list):
+        while table:
+            del table[-PIECE:]
+            time.sleep(0)  # let a waiting thread have the GIL
+    else:
+        while table:
+            for _ in range(min(PIECE, len(table))):
+                table.popitem()
+            time.sleep(0)
 
 
 def trim_if_freed() -> bool:
-    """Trim the heap if a noted object died since the last trim; whether it did."""
-    global _freed_since_trim, trims
-    if not _freed_since_trim:
+    """Free the tables of noted objects that died since the last call, piece by piece,
+    then trim the heap once; whether there were any."""
+    global trims
+    if not _dead_tables:
         return False
-    _freed_since_trim = 0
+    while True:
+        try:
+            table = _dead_tables.pop()
+        except IndexError:  # all taken (another thread may have taken the last)
+            break
+        _take_apart(table)
     if _malloc_trim is not None:
         _malloc_trim(0)
         trims += 1

@@ -32,7 +32,7 @@ from lexer.version import NEWEST, TargetLike, TargetVersion
 
 from .earley import Automaton, Chart
 from .grammar_tools import Grammar, load_grammar
-from .heap import note_freed_on_death, trim_if_freed
+from .heap import free_in_pieces, trim_if_freed
 
 __all__ = [
     "Recognizer",
@@ -180,7 +180,7 @@ class Recognizer:
 
     def __new__(cls, target: TargetLike = NEWEST) -> Recognizer:
         version = TargetVersion.parse(target)
-        trim_if_freed()  # once after a retired generation was freed (``heap.py``)
+        trim_if_freed()  # a retired generation that died: free it in pieces, trim
         cache = cls._cache
         cached = cache.pop(version, None)
         if cached is not None and cached.automaton.n_states > cls.max_states:
@@ -227,10 +227,10 @@ class Recognizer:
         state holds it.  The initial state held here is the one cycle through it
         (state -> recognizer -> state), which only the cyclic collector would break, a
         full pass holding the GIL for tens of milliseconds; nothing else is touched, so
-        every state still held goes on working with its own tables.  Once the automaton
-        is freed, the heap is trimmed (``heap.py``)."""
+        every state still held goes on working with its own tables.  The automaton's
+        tables, once it dies, are freed in pieces and the heap trimmed (``heap.py``)."""
         self._initial = None
-        note_freed_on_death(self.automaton)
+        free_in_pieces(self.automaton)
 
     def initial(self) -> RecognizerState:
         """The state before any text (an empty module is complete)."""

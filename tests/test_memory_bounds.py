@@ -236,3 +236,19 @@ def test_verdicts_are_unchanged_by_retirements(
         assert (fresh.viable, fresh.complete) == expected[-1]
     finally:
         Recognizer._cache, Recognizer._asked, Recognizer.max_states = saved
+
+
+def test_a_dead_generation_is_taken_apart_in_pieces(small_automata: None) -> None:
+    """Its tables are handed over when it dies, not freed at once, and emptied by the
+    next ``Recognizer(target)`` (on the thread that parses)."""
+    first = Recognizer("3.12")
+    for source in SOURCES:
+        first.initial().feed(source)
+    goto = first.automaton.st_goto
+    heap.trim_if_freed()
+    assert Recognizer("3.12") is not first  # retired
+    del first
+    gc.collect()
+    assert len(goto) > heap.PIECE  # handed over, not freed with the automaton
+    Recognizer("3.12")
+    assert goto == [] and not heap._dead_tables
