@@ -46,7 +46,7 @@ def _automaton_sizes(auto: Any) -> dict[str, int]:
 
 def _tables(server: Any) -> dict[str, Any]:
     """Every table of the server process that could grow without bound."""
-    from quotient_parser import suffix
+    from quotient_parser import heap, suffix
     from quotient_parser.earley import Automaton
     from quotient_parser.recognizer import Recognizer
 
@@ -80,6 +80,9 @@ def _tables(server: Any) -> dict[str, Any]:
     # yet collected).
     tables["retired_automata_alive"] = len(retired)
     tables["retired_automata_states"] = sum(a.n_states for a in retired)
+    tables["heap_trims"] = heap.trims  # after retired generations were freed
+    tables["heap_longest_trim_ms"] = round(heap.longest_trim_ms, 2)
+    tables["heap_longest_take_apart_ms"] = round(heap.longest_take_apart_ms, 2)
     return tables
 
 

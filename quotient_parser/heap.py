@@ -43,8 +43,11 @@ _malloc_trim = _find_malloc_trim()
 #: Tables of noted objects that died, waiting to be taken apart (appended by the
 #: finalizer on whichever thread dropped the last reference, popped by the trimming one).
 _dead_tables: list[list[Any] | dict[Any, Any]] = []
-#: How many trims ran (for tests and benchmarks).
+#: How many trims ran, and the longest a trim and a taking apart took (milliseconds;
+#: for benchmarks: ``bench/memory_growth.py`` reports them).
 trims = 0
+longest_trim_ms = 0.0
+longest_take_apart_ms = 0.0
 
 
 def free_in_pieces(obj: object) -> None:
@@ -69,16 +72,20 @@ def _take_apart(table: list[Any] | dict[Any, Any]) -> None:
 def trim_if_freed() -> bool:
     """Free the tables of noted objects that died since the last call, piece by piece,
     then trim the heap once; whether there were any."""
-    global trims
+    global trims, longest_trim_ms, longest_take_apart_ms
     if not _dead_tables:
         return False
+    started = time.perf_counter()
     while True:
         try:
             table = _dead_tables.pop()
         except IndexError:  # all taken (another thread may have taken the last)
             break
         _take_apart(table)
+    taken = time.perf_counter()
     if _malloc_trim is not None:
         _malloc_trim(0)
         trims += 1
+        longest_trim_ms = max(longest_trim_ms, (time.perf_counter() - taken) * 1e3)
+    longest_take_apart_ms = max(longest_take_apart_ms, (taken - started) * 1e3)
     return True
