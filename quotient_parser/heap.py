@@ -26,6 +26,8 @@ __all__ = ["free_in_pieces", "trim_if_freed"]
 
 #: Entries of a table freed at once: each piece holds the GIL well under a millisecond.
 PIECE = 256
+#: Seconds of freeing between two offers of the GIL to other threads.
+_YIELD_EVERY = 0.001
 
 
 def _find_malloc_trim() -> Callable[[int], int] | None:
@@ -58,15 +60,17 @@ def free_in_pieces(obj: object) -> None:
 
 
 def _take_apart(table: list[Any] | dict[Any, Any]) -> None:
-    if isinstance(table, list):
-        while table:
+    yielded = time.perf_counter()
+    while table:
+        if isinstance(table, list):
             del table[-PIECE:]
-            time.sleep(0)  # let a waiting thread have the GIL
-    else:
-        while table:
+        else:
             for _ in range(min(PIECE, len(table))):
                 table.popitem()
-            time.sleep(0)
+        now = time.perf_counter()
+        if now - yielded > _YIELD_EVERY:
+            time.sleep(0)  # let a thread waiting for the GIL (the event loop) have it
+            yielded = now
 
 
 def trim_if_freed() -> bool:
