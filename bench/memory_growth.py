@@ -204,6 +204,8 @@ def serve(frames: int, max_states: int | None = None) -> int:
             "rssAfterTrimMb": trimmed,
             "malloc": _malloc_mb(),
             "tracedMb": round(traced / 2**20, 2),
+            # tracemalloc's own tables (its traceback table only grows): part of rssMb
+            "tracemallocOwnMb": round(tracemalloc.get_tracemalloc_memory() / 2**20, 2),
             "growth": top,
             "tables": _tables(ls),
         }
