@@ -342,12 +342,13 @@ def _stdlib_texts(seed: int) -> list[str]:
 
 
 def retirement_gaps(states: int, rounds: int, seed: int) -> dict[str, Any]:
-    """What retiring a generation of about ``states`` states costs the event loop: the
-    longest gap of a 1 ms ticker on the main thread (``bench.event_loop_costs``) while
-    a worker thread retires it, drops its last reference (reference counting frees it
-    there) and asks again (the heap is trimmed there), against the gap of a full
-    collection (``gc.collect()``, what freed retired generations before) with such a
-    generation alive, with the collector as ``fimlsp`` sets it (``tune_gc``)."""
+    """What retiring a generation of ``states`` states (or as many as the standard
+    library gives) costs the event loop: the longest gap of a 1 ms ticker on the main
+    thread (``bench.event_loop_costs``) while a worker thread retires it, drops its last
+    reference (reference counting frees it there) and asks again (it is taken apart and
+    the heap trimmed there), against the gap of a full collection (``gc.collect()``,
+    what freed retired generations before) with such a generation alive, with the
+    collector as ``fimlsp`` sets it (``tune_gc``)."""
     import weakref
 
     from bench.event_loop_costs import longest_gap
@@ -368,19 +369,21 @@ def retirement_gaps(states: int, rounds: int, seed: int) -> dict[str, Any]:
                 break
             grown[0].initial().feed(text)
         size = grown[0].automaton.n_states
+        Recognizer.max_states = size - 1  # past the bound, whatever the corpus gave
         rss_before = _rss_mb()
         collect_gap, collect_ms = longest_gap(gc.collect)
         trims, automaton = heap.trims, weakref.ref(grown[0].automaton)
 
         def retire(grown: list[Recognizer] = grown) -> None:
-            assert Recognizer(version) is not grown[0]  # over the bound: retired
-            grown.clear()  # the last reference: freed here
+            if Recognizer(version) is not grown[0]:  # over the bound: retired
+                grown.clear()  # the last reference: freed here
             Recognizer(version)  # the next ask trims the heap
 
         gap, took = longest_gap(retire)
         rows.append(
             {
                 "states": size,
+                "retired": not grown,
                 "retireGapMs": round(gap, 2),
                 "retireMs": round(took, 2),
                 "freed": automaton() is None,
