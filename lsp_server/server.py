@@ -57,6 +57,7 @@ from .documents import (
     position_encoding,
 )
 from .engine import Engine
+from .loop_lag import LoopLag
 from .progress import LoadProgress
 from .protocol import FimProtocol
 from .request import Answer, Request
@@ -123,6 +124,7 @@ class FimLanguageServer(LanguageServer):
         self.documents: dict[str, Document] = {}
         self.indexed_ahead = IndexedAhead()  # line indexes of large texts, made off the loop
         self.requests = InFlight()
+        self.loop_lag = LoopLag()  # how late the event loop runs (fimlsp/serverStatus)
         self.settings = Settings()
         self.layers = SettingsLayers()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -138,6 +140,7 @@ class FimLanguageServer(LanguageServer):
         client's initialization options (the first settings layer) and its workspace
         folders (where ``auto`` targets are read)."""
         self._loop = asyncio.get_running_loop()
+        self.loop_lag.start(self._loop)
         self.layers.initial = params.initialization_options
         self.folders_changed()
 
@@ -388,6 +391,7 @@ class FimLanguageServer(LanguageServer):
             **self.engine.counters(),
             "model": self.engine.detected,
             "rssMb": round(rss_mb(), 1),
+            **self.loop_lag.figures(),
         }
 
 
