@@ -39,6 +39,7 @@ __all__ = [
     "TextSnapshot",
     "cut_pieces",
     "cut_pieces_of",
+    "length_of",
     "position_encoding",
     "same_text",
     "text_of",
@@ -233,6 +234,11 @@ class TextSnapshot:
 def text_of(source: str | TextSnapshot) -> str:
     """The text of a snapshot or of a plain string."""
     return source if isinstance(source, str) else source.text
+
+
+def length_of(source: str | TextSnapshot) -> int:
+    """The length of a snapshot's text (without joining it) or of a plain string."""
+    return len(source) if isinstance(source, str) else source.length
 
 
 def same_text(a: str | TextSnapshot, b: str | TextSnapshot) -> bool:

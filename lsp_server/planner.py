@@ -252,9 +252,9 @@ class Planner:
             return _nothing(request, EngineState.DISABLED, StopReason.DISABLED)
         if model is None or state != EngineState.READY:
             return _nothing(request, state, StopReason.NO_MODEL, message)
-        if len(request.text) > settings.max_document_chars:
+        if request.length > settings.max_document_chars:
             message = (
-                f"document has {len(request.text)} characters, more than maxDocumentChars "
+                f"document has {request.length} characters, more than maxDocumentChars "
                 f"({settings.max_document_chars})"
             )
             return _nothing(request, state, StopReason.TOO_LARGE, message)
