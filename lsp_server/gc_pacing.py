@@ -24,10 +24,11 @@ So what has survived is set aside from the collector's reach, often:
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import time
 from collections.abc import Callable
+
+from .loop_lag import Periodic
 
 __all__ = [
     "FREEZE_PERIOD_S",
@@ -69,7 +70,7 @@ def collect_everything() -> int:
         gc.freeze()
 
 
-class SurvivorFreezer:
+class SurvivorFreezer(Periodic):
     """Freezes what is alive every :data:`FREEZE_PERIOD_S` on an event loop, and
     reclaims frozen cyclic garbage every :data:`RECLAIM_PERIOD_S` when ``idle()``."""
 
@@ -79,34 +80,18 @@ class SurvivorFreezer:
         period_s: float = FREEZE_PERIOD_S,
         reclaim_s: float = RECLAIM_PERIOD_S,
     ) -> None:
+        super().__init__(period_s)
         self.idle = idle
-        self.period_s = period_s
         self.reclaim_s = reclaim_s
         self.reclaims = 0
         self.reclaimed = 0  # cyclic garbage found by the full passes
         self._last_reclaim = time.monotonic()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._handle: asyncio.TimerHandle | None = None
 
-    def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        if self._loop is loop and self._handle is not None:
-            return
-        self.stop()
-        self._loop = loop
-        self._handle = loop.call_later(self.period_s, self._tick)
-
-    def stop(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-
-    def _tick(self) -> None:
-        assert self._loop is not None
+    def tick(self, late_s: float) -> None:
         if time.monotonic() - self._last_reclaim > self.reclaim_s and self.idle():
             self.reclaim()
         else:
             gc.freeze()
-        self._handle = self._loop.call_later(self.period_s, self._tick)
 
     def reclaim(self) -> None:
         """The full pass over everything (see the module docstring)."""

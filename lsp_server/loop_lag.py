@@ -22,7 +22,7 @@ import asyncio
 import bisect
 from itertools import accumulate
 
-__all__ = ["PERIOD_S", "LoopLag"]
+__all__ = ["PERIOD_S", "LoopLag", "Periodic"]
 
 #: Seconds between the monitor's ticks.
 PERIOD_S = 0.01
@@ -30,14 +30,12 @@ _BINS_PER_MS = 10
 _BINS = 10_000  # up to 1 s; later is counted in the last bin (the maximum is exact)
 
 
-class LoopLag:
-    """A periodic callback on one event loop that records how late it ran."""
+class Periodic:
+    """A callback that asks to run every ``period_s`` on one event loop; ``tick`` gets
+    how late it ran (seconds)."""
 
-    def __init__(self, period_s: float = PERIOD_S) -> None:
+    def __init__(self, period_s: float) -> None:
         self.period_s = period_s
-        self.max_ms = 0.0
-        self.samples = 0
-        self._bins = [0] * _BINS
         self._loop: asyncio.AbstractEventLoop | None = None
         self._due = 0.0
         self._handle: asyncio.TimerHandle | None = None
@@ -58,13 +56,29 @@ class LoopLag:
     def _schedule(self, now: float) -> None:
         assert self._loop is not None
         self._due = now + self.period_s
-        self._handle = self._loop.call_at(self._due, self._tick)
+        self._handle = self._loop.call_at(self._due, self._run)
 
-    def _tick(self) -> None:
+    def _run(self) -> None:
         assert self._loop is not None
         now = self._loop.time()
-        self.record(max(0.0, (now - self._due) * 1e3))
+        self.tick(max(0.0, now - self._due))
         self._schedule(now)
+
+    def tick(self, late_s: float) -> None:
+        raise NotImplementedError
+
+
+class LoopLag(Periodic):
+    """A periodic callback on one event loop that records how late it ran."""
+
+    def __init__(self, period_s: float = PERIOD_S) -> None:
+        super().__init__(period_s)
+        self.max_ms = 0.0
+        self.samples = 0
+        self._bins = [0] * _BINS
+
+    def tick(self, late_s: float) -> None:
+        self.record(late_s * 1e3)
 
     def record(self, late_ms: float) -> None:
         """One tick that ran ``late_ms`` late."""

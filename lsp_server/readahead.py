@@ -64,47 +64,30 @@ def edit_end(old: str, new: str) -> int:
     """Where in ``new`` the edit that turned ``old`` into it ends (the cursor after
     typing or pasting; where text was deleted)."""
     n = min(len(old), len(new))
-    prefix = _common_length(old, new, n)
-    return len(new) - _common_suffix(old, new, n - prefix)
+    prefix = _common_run(old, new, n, at_end=False)
+    return len(new) - _common_run(old, new, n - prefix, at_end=True)
 
 
-def _common_length(a: str, b: str, limit: int) -> int:
-    """How many characters ``a`` and ``b`` begin with in common (at most ``limit``), in
-    bounded comparisons."""
+def _common_run(a: str, b: str, limit: int, at_end: bool) -> int:
+    """How many characters ``a`` and ``b`` begin (``at_end``: end) with in common, at
+    most ``limit``, in comparisons of at most :data:`_COMPARED` characters."""
+
+    def window(text: str, done: int, size: int) -> str:
+        if at_end:
+            return text[len(text) - done - size : len(text) - done]
+        return text[done : done + size]
+
     done = 0
     while done < limit:
         size = min(_COMPARED, limit - done)
-        x = a[done : done + size]
-        y = b[done : done + size]
+        x, y = window(a, done, size), window(b, done, size)
         if x == y:
             done += size
             continue
-        lo, hi = 0, size  # the longest common prefix of this window
+        lo, hi = 0, size  # the longest common run within this window
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if x[:mid] == y[:mid]:
-                lo = mid
-            else:
-                hi = mid - 1
-        return done + lo
-    return limit
-
-
-def _common_suffix(a: str, b: str, limit: int) -> int:
-    """How many characters ``a`` and ``b`` end with in common (at most ``limit``), in
-    bounded comparisons."""
-    done = 0
-    while done < limit:
-        size = min(_COMPARED, limit - done)
-        x = a[len(a) - done - size : len(a) - done]
-        y = b[len(b) - done - size : len(b) - done]
-        if x == y:
-            done += size
-            continue
-        lo, hi = 0, size  # the longest common suffix of this window
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if x[size - mid :] == y[size - mid :]:
+            if window(x, 0, mid) == window(y, 0, mid):
                 lo = mid
             else:
                 hi = mid - 1
@@ -139,9 +122,9 @@ class _Focus:
         if self.previous is None:
             return self
         previous, text = text_of(self.previous), self.text
-        unchanged = len(previous) == len(text) and _common_length(previous, text, len(text)) == len(
-            text
-        )
+        unchanged = len(previous) == len(text) and _common_run(
+            previous, text, len(text), at_end=False
+        ) == len(text)
         cursor = self.cursor if unchanged else edit_end(previous, text)
         return _Focus(self.uri, self.source, cursor, self.version)
 
