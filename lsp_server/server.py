@@ -213,7 +213,12 @@ class FimLanguageServer(LanguageServer):
             raise JsonRpcInvalidParams(str(exc)) from None
 
     def open_document(self, item: types.TextDocumentItem) -> None:
-        pieces = self.indexed_ahead.take(item.text)
+        try:
+            pieces = self.indexed_ahead.take(item.text)
+        except LookupError as exc:  # its text was lost: never keep an older one
+            self.forget_document(item.uri)
+            self.log_to_client(f"fimlsp: cannot open {item.uri}: {exc}", types.MessageType.Error)
+            return
         doc = Document(item.uri, item.text, item.version, item.language_id, pieces)
         self.documents[item.uri] = doc
         self.engine.document_changed(item.uri, doc.snapshot())
@@ -230,15 +235,15 @@ class FimLanguageServer(LanguageServer):
             return
         encoding = self.position_encoding
         for change in params.content_changes:
-            if not isinstance(change, types.TextDocumentContentChangePartial):
-                doc.set_text(change.text, self.indexed_ahead.take(change.text))
-                continue
-            start, end = change.range.start, change.range.end
             try:
+                if not isinstance(change, types.TextDocumentContentChangePartial):
+                    doc.set_text(change.text, self.indexed_ahead.take(change.text))
+                    continue
+                start, end = change.range.start, change.range.end
                 doc.replace(
                     (start.line, start.character), (end.line, end.character), change.text, encoding
                 )
-            except PositionError as exc:
+            except (PositionError, LookupError) as exc:  # LookupError: its text was lost
                 self.forget_document(uri)
                 self.log_to_client(
                     f"fimlsp: a change to {uri} does not fit its text ({exc}); the document "

@@ -224,3 +224,27 @@ def test_completion_item_replaces_the_word_before_the_cursor(
     edit_range = item.text_edit.range
     assert (edit_range.start.line, edit_range.start.character) == (0, 8)
     assert (edit_range.end.line, edit_range.end.character) == (0, 11)
+
+
+def test_a_text_indexed_ahead_and_lost_closes_the_document_rather_than_keep_an_old_one() -> None:
+    from lsp_server.server import create_server
+
+    server = create_server()
+    uri = "file:///lost.py"
+    try:
+        for lost_in in ("open", "change"):
+            server.open_document(types.TextDocumentItem(uri, "python", 1, "x = 1\n"))
+            key = server.indexed_ahead.put(["y = 2\n"])
+            server.indexed_ahead.clear()  # its message was handled without taking it
+            if lost_in == "open":
+                server.open_document(types.TextDocumentItem(uri, "python", 2, key))
+            else:
+                server.change_document(
+                    types.DidChangeTextDocumentParams(
+                        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+                        content_changes=[types.TextDocumentContentChangeWholeDocument(text=key)],
+                    )
+                )
+            assert uri not in server.documents, lost_in
+    finally:
+        server.engine.shutdown(timeout=1)
