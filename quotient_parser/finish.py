@@ -250,11 +250,25 @@ _VIEWS_KEPT = 8
 
 
 def comment_or_continuation(pending: str) -> bool:
-    """Whether the pending text is a comment, or a backslash whose line has not ended."""
-    blank = pending.lstrip(INDENT_CHARS)
+    """Whether the pending text is a comment, or a backslash whose line has not ended
+    (after any blanks and continuation lines: ``\\<newline>#`` is a comment)."""
+    blank = _past_continuations(pending)
     return blank.startswith("#") or (
         blank.startswith("\\") and "\n" not in blank and "\r" not in blank
     )
+
+
+def _past_continuations(pending: str) -> str:
+    """``pending`` without its leading blanks and ended backslash continuations."""
+    blank = pending.lstrip(INDENT_CHARS)
+    while blank.startswith("\\"):
+        if blank.startswith("\\\r\n"):
+            blank = blank[3:].lstrip(INDENT_CHARS)
+        elif blank[1:2] in ("\n", "\r"):
+            blank = blank[2:].lstrip(INDENT_CHARS)
+        else:
+            break
+    return blank
 
 
 def open_string_head(pending: str) -> tuple[str, str] | None:
@@ -351,12 +365,16 @@ class FinishAnalysis:
         if lex.fstring_quotes:
             return 0, 0  # inside an f-string: not analysed
         pending = lex.pending
-        blank = pending.lstrip(INDENT_CHARS)
+        blank = _past_continuations(pending)
         if not pending or not blank or lex.pending_kinds() is None:
             if comment_or_continuation(pending):
                 if blank.startswith("#"):
                     return self._views_bound(chart, lex, 0, False, natural, in_comment=True)
-                return 0, 0  # a backslash: the next character must end the line
+                if not natural:
+                    return 0, 0  # a backslash: R's first line break may end it
+                # a natural finish ends the continuation itself: a line break, then the rest
+                full, light = self._pair(state.feed("\n"), True)
+                return _plus_one(full), _plus_one(light)
             return self._views_bound(chart, lex, 0, False, natural)
         # A symbol in progress either ends here (emit) or grows into w and R (extend).
         best = (INFINITE, INFINITE)
@@ -472,8 +490,20 @@ class FinishAnalysis:
                 column, allowance, own = view.line_start
                 if column not in columns:
                     value = first(chart, self._indent) - allowance - spent
+                    if own and lex.at_line_start:
+                        # the line break is written, and maybe some of the indentation
+                        own = max(0, own - 1 - len(lex.pending))
+                    elif own:
+                        # R cannot open the block: its INDENT lies in w, before R's
+                        # first symbol, with the new line's indentation after it
+                        block = first(chart, self._indent) - spent
+                        value = block + 1
+                        if block + own - 1 > need_full:
+                            need_full = block + own - 1
                     if value > need:
-                        need = need_full = value
+                        need = value
+                    if value > need_full:
+                        need_full = value
                     if own > need_full:
                         need_full = own
                 elif view.line_start_members and allowance <= _MAX_ALLOWANCE:
@@ -502,6 +532,10 @@ class FinishAnalysis:
             best = min(best, value)
             best_light = min(best_light, value)
         return best, best_light
+
+
+def _plus_one(value: int) -> int:
+    return value if value >= INFINITE else value + 1
 
 
 def _least(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from bench.corpus import stdlib_root
 from bench.quotient_check import Source, boundary_cut, randspan_cut
 from quotient_parser import Recognizer
-from quotient_parser.finish import INFINITE
+from quotient_parser.finish import INFINITE, comment_or_continuation
 from quotient_parser.quotient import Quotient, QuotientState
 from quotient_parser.witness import Witness
 from quotient_parser.yields import yield_tables
@@ -196,6 +196,73 @@ def test_bound_never_above_the_brute_force_shortest(
         assert found.text is not None
         if found.exact:
             assert len(found.text) <= shortest, (found.text, shortest)
+
+
+#: Tokens for finishes that end the statement at the cursor and begin a block, or that
+#: leave a comment or a backslash continuation on the way.
+CROSSING_TOKENS = ["x", "\n", "if x:", "    ", "\\", "#", " ", ":"]
+#: Cuts whose R needs a block that only ``w`` can open, and cuts after a continuation.
+NATURAL_CASES = [
+    ("import codecs\nimport _mul", "e = 1\n    d = 2\n"),
+    ("import codecs\nx = codecs", "e = 1\n    d = 2\n"),
+    ("x = 1 +", "\ny = 2\n"),
+    ("x = (1 +", "\n  2)\n"),
+    ("if x:\n", "y = 1\n    z = 2\n"),
+]
+
+
+def shortest_natural_finishes(state: QuotientState, depth: int, checked: list[int]) -> int:
+    """Like :func:`shortest_finishes` for the natural bound: the shortest finish among
+    token strings of at most ``depth`` tokens that does not end in a comment or a
+    continuation swallowing R, checking ``distance(natural=True)`` on the way."""
+    lex = state.state.lex
+    assert lex is not None
+    best = 0 if state.complete and not comment_or_continuation(lex.pending) else INFINITE
+    if depth > 0:
+        for token in CROSSING_TOKENS:
+            child = state.feed(token)
+            if child.viable:
+                rest = shortest_natural_finishes(child, depth - 1, checked)
+                best = min(best, len(token) + rest)
+    if best < INFINITE:
+        assert state.distance(natural=True) <= best, (state, best)
+        checked.append(best)
+    return best
+
+
+@pytest.mark.parametrize(("left", "right"), NATURAL_CASES)
+def test_natural_bound_never_above_the_brute_force_shortest(
+    left: str, right: str, target: tuple[int, int]
+) -> None:
+    q = Quotient(left, right, target)
+    checked: list[int] = []
+    shortest_natural_finishes(q.initial, 4, checked)
+    assert checked, "the enumeration found no finish"
+
+
+def test_the_bound_counts_a_block_that_only_the_finish_can_open(
+    target: tuple[int, int], ast_accepts: Accepts
+) -> None:
+    """R goes on mid-line and its next line is indented deeper without a ``:`` before
+    it: the finish must end the statement and open the block (``\nif x:\n    ``), and
+    the bound says so instead of counting R's first line as free."""
+    q = Quotient("import codecs\nimport _mul", "e = 1\n    d = 2\n", target)
+    found = q.initial.witness(max_nodes=4000, max_seconds=5)
+    assert found.text is not None
+    witness_ok(q, q.initial, "", found, ast_accepts)
+    assert 10 <= q.initial.distance(natural=True) <= len(found.text)
+    assert q.initial.distance() <= len(found.text)  # "\nif x:\n#" swallows R's line
+
+
+def test_a_backslash_costs_its_line_break_in_the_natural_bound(
+    target: tuple[int, int],
+) -> None:
+    """After a backslash the next character ends the line: a natural finish pays for it
+    and for what the next line needs (the plain bound may still end on R's break)."""
+    q = Quotient("x = 1 +", "\ny = 2\n", target)
+    state = q.initial.feed(" \\")
+    assert state.viable
+    assert state.distance(natural=True) == 1 + state.feed("\n").distance(natural=True) >= 2
 
 
 # --------------------------------------------------------------------------- stdlib cuts
