@@ -45,7 +45,7 @@ def search(
     max_nodes: int = 2000,
     max_seconds: float = 0.5,
     within: int | None = None,
-    first_share: float = 0.6,
+    first_share: float = 0.3,
     weight: float = 3.0,
     crossing: bool = True,
 ) -> Witness:
@@ -164,6 +164,8 @@ def _across_statement(
         for text in _first_symbols(moves, where):
             if len(head) + len(opener) + len(text) >= cutoff or time.monotonic() > deadline:
                 break
+            if nodes >= max_nodes:  # each candidate is a check of all of R: it counts
+                return None, nodes
             nodes += 1
             if where.feed(text).complete:
                 return head + opener + text, nodes
@@ -253,6 +255,11 @@ class _Moves:
         self.indent = ids.get("INDENT")
         self.dedent = ids.get("DEDENT")
         self.right = analysis.quotient.right
+        #: plain string openings that R can close: a finish may open the literal R ends
+        self.string = ids.get("STRING")
+        self.string_openings = tuple(
+            head for head in _PLAIN_OPENINGS if analysis.right_goes_on_in_string(head)
+        )
 
     def separator(self, before: str, text: str) -> str:
         """A blank where ``before`` followed by ``text`` would lex as other symbols."""
@@ -272,6 +279,9 @@ class _Moves:
         text_of, separator = self.text_of, self.separator
         seen: set[str] = set()
         for terminal in chart.expected_terminals():
+            if terminal == self.string:
+                for head in self.string_openings:
+                    yield separator(before, head) + head
             text = text_of.get(terminal)
             if text is None:
                 continue
@@ -364,6 +374,8 @@ class _Moves:
 
 
 _NAME_ONLY = frozenset({"NAME"})
+#: String openings tried where R can go on inside the literal (prefixed ones are not).
+_PLAIN_OPENINGS = ("'", '"', "'''", '"""')
 _LITERAL_KINDS = frozenset({"STRING", "BYTES", "FSTRING_START", "TSTRING_START"})
 
 

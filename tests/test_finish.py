@@ -200,7 +200,7 @@ def test_bound_never_above_the_brute_force_shortest(
 
 #: Tokens for finishes that end the statement at the cursor and begin a block, or that
 #: leave a comment or a backslash continuation on the way.
-CROSSING_TOKENS = ["x", "\n", "if x:", "    ", "\\", "#", " ", ":"]
+CROSSING_TOKENS = ["x", "\n", "if x:", "    ", "\\", "#", " ", ":", '"']
 #: Cuts whose R needs a block that only ``w`` can open, and cuts after a continuation.
 NATURAL_CASES = [
     ("import codecs\nimport _mul", "e = 1\n    d = 2\n"),
@@ -208,6 +208,8 @@ NATURAL_CASES = [
     ("x = 1 +", "\ny = 2\n"),
     ("x = (1 +", "\n  2)\n"),
     ("if x:\n", "y = 1\n    z = 2\n"),
+    ("if x:\n", 'd"\n    p = 1\n'),  # R goes on inside a string w opens
+    ("x = (", 'd")\n'),
 ]
 
 
@@ -252,6 +254,19 @@ def test_the_bound_counts_a_block_that_only_the_finish_can_open(
     witness_ok(q, q.initial, "", found, ast_accepts)
     assert 10 <= q.initial.distance(natural=True) <= len(found.text)
     assert q.initial.distance() <= len(found.text)  # "\nif x:\n#" swallows R's line
+
+
+def test_a_finish_may_open_the_string_that_r_closes(
+    target: tuple[int, int], ast_accepts: Accepts
+) -> None:
+    """R begins inside a string literal and its next line is indented deeper: the
+    witness ends the statement, opens a block and the literal (``\nif x:\n    "``),
+    and the bound counts the block before the opening quote."""
+    q = Quotient("im", 'd " * 2\n    p = 1\n', target)
+    found = q.initial.witness(max_nodes=4000, max_seconds=5)
+    assert found.text is not None and found.text.endswith('"')
+    witness_ok(q, q.initial, "", found, ast_accepts)
+    assert 8 <= q.initial.distance(natural=True) <= len(found.text)
 
 
 def test_a_backslash_costs_its_line_break_in_the_natural_bound(

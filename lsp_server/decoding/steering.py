@@ -95,7 +95,7 @@ WITNESS_HORIZON = 8
 #: A steering witness search's bound in states expanded (what makes the answer the
 #: same on any machine and under any load), and its safety cap in time (also the
 #: request's deadline).
-WITNESS_NODES = 150
+WITNESS_NODES = 300
 WITNESS_STEER_SECONDS = 0.5
 #: Searches that found no witness after which a generation asks for none again (the
 #: cut is one the search cannot finish; the lower bound steers alone from then on).
@@ -283,6 +283,8 @@ class Steering:
                 continue
             if first_viable is None:
                 first_viable = tok
+            if self.right_line_has_text and _opens_comment(state, new_state):
+                continue  # complete only by swallowing R's first line
             if new_state.complete:
                 return self._take(tok, text, new_state, ranking, order, first_viable)
             viable += 1
