@@ -161,7 +161,7 @@ def _across_statement(
         where = line_start.feed(opener)
         if not where.viable:
             continue
-        for text in _first_symbols(moves, where):
+        for text in _first_symbols(moves, where, _openers_of(quotient.finish)):
             if len(head) + len(opener) + len(text) >= cutoff or time.monotonic() > deadline:
                 break
             if nodes >= max_nodes:  # each candidate is a check of all of R: it counts
@@ -188,10 +188,12 @@ def _across_statement(
 _BLOCK_OPENER = "if x:\n"
 
 
-def _first_symbols(moves: _Moves, line_start: QuotientState) -> list[str]:
+def _first_symbols(moves: _Moves, line_start: QuotientState, openers: str) -> list[str]:
     """Texts that begin a line at ``line_start`` with one symbol, shortest first: each
     line-start move, with a blank after it, and a word's prefixes (R's first line
-    may go on with the rest of the word, as ``ret`` before ``urn x``)."""
+    may go on with the rest of the word, as ``ret`` before ``urn x``); where R closes
+    brackets (``openers``), a move then the brackets, or a keyword, a name and the
+    brackets (``def x(`` before ``a, b):``), and then only those that open them."""
     texts: set[str] = set()
     for move in moves(line_start.state):
         texts.add(move)
@@ -200,7 +202,21 @@ def _first_symbols(moves: _Moves, line_start: QuotientState) -> list[str]:
         if token.isidentifier():
             indent = move[: len(move) - len(token)]
             texts.update(indent + token[:k] for k in range(1, len(token)))
+            if openers:
+                texts.add(move + " x" + openers)
+        if openers:
+            texts.add(move + openers)
+    if openers:  # the line starts with no bracket open: it must open R's
+        texts = {text for text in texts if text.endswith(openers)}
     return sorted(texts, key=lambda text: (len(text), text))
+
+
+def _openers_of(analysis: FinishAnalysis) -> str:
+    """The brackets R closes when it begins in code ("" when none or not known)."""
+    for view in analysis.views:
+        if view.mode == "code":
+            return view.openers or ""
+    return ""
 
 
 @dataclass(frozen=True)

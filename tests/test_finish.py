@@ -269,6 +269,18 @@ def test_a_finish_may_open_the_string_that_r_closes(
     assert 8 <= q.initial.distance(natural=True) <= len(found.text)
 
 
+def test_a_crossing_finish_opens_the_brackets_that_r_closes(
+    target: tuple[int, int], ast_accepts: Accepts
+) -> None:
+    """Inside a docstring whose class goes on with a header's parameters: the finish
+    closes the docstring and begins a header that opens R's bracket, found within
+    the node budget steering gives the search."""
+    q = Quotient('class A:\n    """Doc', " a, b=1):\n        pass\n", target)
+    found = q.initial.witness(max_nodes=300, max_seconds=5)
+    assert found.text is not None and found.text.endswith("(")
+    witness_ok(q, q.initial, "", found, ast_accepts)
+
+
 def test_a_backslash_costs_its_line_break_in_the_natural_bound(
     target: tuple[int, int],
 ) -> None:
