@@ -168,17 +168,29 @@ SMALL_CASES = [
 ]
 
 
-def shortest_finishes(state: QuotientState, depth: int, checked: list[int]) -> int:
+def shortest_finishes(
+    state: QuotientState,
+    depth: int,
+    checked: list[int],
+    tokens: list[str] = TOKENS,
+    natural: bool = False,
+) -> int:
     """The shortest finish among token strings of at most ``depth`` tokens, checking
-    the bound of every state on the way (INFINITE: none)."""
-    best = 0 if state.complete else INFINITE
+    the bound of every state on the way (INFINITE: none).  ``natural``: only finishes
+    that do not end in a comment or a continuation swallowing R count, and the
+    natural bound is checked."""
+    lex = state.state.lex
+    assert lex is not None
+    swallows = natural and comment_or_continuation(lex.pending)
+    best = 0 if state.complete and not swallows else INFINITE
     if depth > 0:
-        for token in TOKENS:
+        for token in tokens:
             child = state.feed(token)
             if child.viable:
-                best = min(best, len(token) + shortest_finishes(child, depth - 1, checked))
+                rest = shortest_finishes(child, depth - 1, checked, tokens, natural)
+                best = min(best, len(token) + rest)
     if best < INFINITE:
-        assert state.distance() <= best, (state, best)
+        assert state.distance(natural=natural) <= best, (state, best)
         checked.append(best)
     return best
 
@@ -213,32 +225,13 @@ NATURAL_CASES = [
 ]
 
 
-def shortest_natural_finishes(state: QuotientState, depth: int, checked: list[int]) -> int:
-    """Like :func:`shortest_finishes` for the natural bound: the shortest finish among
-    token strings of at most ``depth`` tokens that does not end in a comment or a
-    continuation swallowing R, checking ``distance(natural=True)`` on the way."""
-    lex = state.state.lex
-    assert lex is not None
-    best = 0 if state.complete and not comment_or_continuation(lex.pending) else INFINITE
-    if depth > 0:
-        for token in CROSSING_TOKENS:
-            child = state.feed(token)
-            if child.viable:
-                rest = shortest_natural_finishes(child, depth - 1, checked)
-                best = min(best, len(token) + rest)
-    if best < INFINITE:
-        assert state.distance(natural=True) <= best, (state, best)
-        checked.append(best)
-    return best
-
-
 @pytest.mark.parametrize(("left", "right"), NATURAL_CASES)
 def test_natural_bound_never_above_the_brute_force_shortest(
     left: str, right: str, target: tuple[int, int]
 ) -> None:
     q = Quotient(left, right, target)
     checked: list[int] = []
-    shortest_natural_finishes(q.initial, 4, checked)
+    shortest_finishes(q.initial, 4, checked, CROSSING_TOKENS, natural=True)
     assert checked, "the enumeration found no finish"
 
 
