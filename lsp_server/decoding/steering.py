@@ -283,8 +283,6 @@ class Steering:
                 continue
             if first_viable is None:
                 first_viable = tok
-            if self.right_line_has_text and _opens_comment(state, new_state):
-                continue  # complete only by swallowing R's first line
             if new_state.complete:
                 return self._take(tok, text, new_state, ranking, order, first_viable)
             viable += 1
