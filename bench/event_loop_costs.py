@@ -17,8 +17,10 @@ completion item's word search and range, the document's SHA-256 (which
 serializing a completion item.  The loop stalls for the sum of what one message
 costs.  Last, how long the loop waits for the GIL while the model worker builds a
 quotient for a hostile document (a 1 ms ticker on the main thread; its longest
-gap), with the collector as ``fimlsp`` sets it (``tune_gc``) and as Python's
-defaults leave it.
+gap, the tick's millisecond included), with the collector as Python's defaults leave
+it, as ``tune_gc`` sets it, and with what survived frozen every 0.1 s as the server's
+loop does (``lsp_server.gc_pacing``); and while a closed document's builder is freed,
+dropped at once or taken apart by ``lsp_server.release``.
 
 Each row says which size varies; ``x`` is the ratio of the time at the largest size
 to the time at the previous one, against the ratio of the sizes (linear: equal;
@@ -44,7 +46,9 @@ from lsprotocol import types
 from bench.lsp_fuzz import big_text, position_of
 from lsp_server import completion_item as items
 from lsp_server.documents import Document, cut_pieces
+from lsp_server.gc_pacing import FREEZE_PERIOD_S, collect_everything
 from lsp_server.jsonrpc import LARGE_BODY
+from lsp_server.release import take_apart
 from lsp_server.request import Request
 from lsp_server.server import create_server, tune_gc
 from lsp_server.settings import Settings
@@ -125,7 +129,8 @@ def per_message(rows: Rows, sizes: Sequence[int]) -> None:
             "textDocument/didOpen",
             {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
         )
-        gap = longest_gap(functools.partial(_parsed_off_loop, protocol, opened))[0]
+        parse = functools.partial(_parsed_off_loop, protocol, opened)
+        gap = statistics.median(longest_gap(parse)[0] for _ in range(3))  # each run: a max
         gaps.append(gap if len(opened) > LARGE_BODY else 0.0)
         opens.append(on_loop_ms(protocol, opened, 3))
         doc = server.documents[uri]
@@ -171,7 +176,7 @@ def per_message(rows: Rows, sizes: Sequence[int]) -> None:
         digests.append(timed(digest))
     rows.add("didOpen: parse + handler", "document chars", sizes, opens)
     rows.add(
-        "didOpen: longest loop gap while its body is parsed on the thread",
+        "didOpen: longest loop gap while its body is parsed on the thread (median of 3)",
         "document chars",
         sizes,
         gaps,
@@ -287,13 +292,16 @@ def gil_stalls(rows: Rows, quick: bool) -> None:
         [gap],
     )
     thresholds = gc.get_threshold()
-    for seed, setting in enumerate(("Python's defaults", "tune_gc"), start=1):
-        if setting == "tune_gc":
+    settings = ("Python's defaults", "tune_gc", "tune_gc, survivors frozen every 0.1 s")
+    for seed, setting in enumerate(settings, start=1):
+        if setting != settings[0]:
             tune_gc()
+        # The server freezes what survived on its loop (gc_pacing.SurvivorFreezer).
+        freeze = setting == settings[2]
         try:
             for name, (left, right) in cases(seed).items():
                 build = functools.partial(QuotientBuilder(target).build, left, right)
-                gap, took = longest_gap(build)
+                gap, took = longest_gap(build, freeze)
                 rows.add(
                     f"GIL: longest loop gap while building the quotient, {name} ({setting})",
                     f"build {took:.0f} ms",
@@ -303,11 +311,39 @@ def gil_stalls(rows: Rows, quick: bool) -> None:
         finally:
             gc.unfreeze()
             gc.set_threshold(*thresholds)
+    freeing(rows, target, quick)
 
 
-def longest_gap(work: Callable[[], object]) -> tuple[float, float]:
+def freeing(rows: Rows, target: Any, quick: bool) -> None:
+    """The loop's longest wait while a closed document's quotient builder is freed: by
+    dropping it (one cascade of deallocations) and by ``lsp_server.release``."""
+    from quotient_parser.quotient import QuotientBuilder
+
+    size = 300_000 if quick else 1_500_000
+    tune_gc()
+    try:
+        for how in ("dropped", "taken apart (lsp_server.release)"):
+            holder = [QuotientBuilder(target)]
+            holder[0].build(code_of_size(size, 9) + "values = (", "\n")
+            gc.freeze()  # as the server's freezer would have by then
+            free = holder.clear if how == "dropped" else functools.partial(take_apart, holder)
+            gap, took = longest_gap(free, True)
+            rows.add(
+                f"GIL: longest loop gap while the builder of a {size / 1e6:.1f} MB file is {how}",
+                f"free {took:.0f} ms",
+                [1],
+                [gap],
+            )
+    finally:
+        collect_everything()
+        gc.unfreeze()
+
+
+def longest_gap(work: Callable[[], object], freeze: bool = False) -> tuple[float, float]:
     """Run ``work`` on a thread while this one ticks every millisecond: the longest
-    gap between ticks (ms) and how long the work took (ms)."""
+    gap between ticks (ms; a tick's millisecond included) and how long the work took
+    (ms).  ``freeze``: the ticker also freezes what survived every
+    ``gc_pacing.FREEZE_PERIOD_S``, as the server's loop does."""
     done = threading.Event()
     took: list[float] = []
 
@@ -320,10 +356,14 @@ def longest_gap(work: Callable[[], object]) -> tuple[float, float]:
     worker = threading.Thread(target=run)
     gap, last = 0.0, time.perf_counter()
     worker.start()
+    frozen = last
     while not done.is_set():
         time.sleep(0.001)
         now = time.perf_counter()
         gap, last = max(gap, (now - last) * 1e3), now
+        if freeze and now - frozen > FREEZE_PERIOD_S:
+            gc.freeze()
+            frozen = now
     worker.join()
     return gap, took[0]
 

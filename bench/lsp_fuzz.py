@@ -33,7 +33,10 @@ What it measures: every request id it sent and whether a response came (result,
 or an error by code; a message whose id cannot be read must get an error with a
 null id); crashes (exit code and the tail of stderr) and a server that stops
 reading (``deaf``: no answer after a framing case); the longest stall, from a
-``fimlsp/serverStatus`` probe sent about every 100 ms; resident memory (the
+``fimlsp/serverStatus`` probe sent about every 100 ms (its latency, which includes
+time in the pipe behind megabyte messages), beside the server's own measure of its
+event loop (``longest_loop_lag_ms``: how late its loop-lag monitor ran, and the case
+during which a probe first saw it); resident memory (the
 probe's ``rssMb``); whether the server's copy of each document equals the
 client's whenever the client believes they agree (the probe with ``{"uri"}``
 returns the server's length and SHA-256); and every completion received, applied
@@ -280,6 +283,11 @@ class Tally:
     log_messages: int = 0
     probe_ms: list[float] = field(default_factory=list)
     longest_stall: tuple[float, str] = (0.0, "")
+    #: The server's own loop-lag monitor (``loopLagMaxMs`` in the probe's answer): the
+    #: longest its event loop ran late, and the class/case running when a probe first
+    #: saw it; the largest p99 a server reported.
+    loop_lag: tuple[float, str] = (0.0, "")
+    loop_lag_p99: float = 0.0
     rss: list[float] = field(default_factory=list)
     server_starts: int = 0
     output_problems: list[str] = field(default_factory=list)
@@ -491,9 +499,16 @@ class Fuzzer:
         assert record.answered_at is not None
         self._stall(record.answered_at - record.sent_at, record.cls)
         self.tally.probe_ms.append((record.answered_at - record.sent_at) * 1e3)
-        rss = record.result.get("rssMb") if isinstance(record.result, dict) else None
+        status = record.result if isinstance(record.result, dict) else {}
+        rss = status.get("rssMb")
         if isinstance(rss, int | float):
             self.tally.rss.append(float(rss))
+        lag, p99 = status.get("loopLagMaxMs"), status.get("loopLagP99Ms")
+        if isinstance(lag, int | float) and lag > self.tally.loop_lag[0]:
+            # It happened since this server's previous probe (100 ms): in this case.
+            self.tally.loop_lag = (float(lag), f"{self.cls}/{self.case}")
+        if isinstance(p99, int | float):
+            self.tally.loop_lag_p99 = max(self.tally.loop_lag_p99, float(p99))
 
     async def _check_completion(self, record: Sent) -> None:
         assert record.check is not None
@@ -1059,6 +1074,9 @@ class Fuzzer:
             "probe_ms_p50": rounded_percentile(t.probe_ms, 50),
             "probe_ms_p99": rounded_percentile(t.probe_ms, 99),
             "probes": len(t.probe_ms),
+            "longest_loop_lag_ms": round(t.loop_lag[0], 1),
+            "longest_loop_lag_case": t.loop_lag[1],
+            "loop_lag_p99_ms": round(t.loop_lag_p99, 1),
             "rss_mb_start": t.rss[0] if t.rss else None,
             "rss_mb_end": t.rss[-1] if t.rss else None,
             "rss_mb_max": max(t.rss) if t.rss else None,
@@ -1892,6 +1910,8 @@ def format_summary(r: dict[str, Any]) -> str:
     lines += [
         f"  stall         longest {r['longest_stall_ms']} ms (during {r['longest_stall_class']}); "
         f"probe p50 {r['probe_ms_p50']} ms, p99 {r['probe_ms_p99']} ms over {r['probes']}",
+        f"  loop lag      longest {r['longest_loop_lag_ms']} ms (during "
+        f"{r['longest_loop_lag_case']}); p99 {r['loop_lag_p99_ms']} ms (the server's monitor)",
         f"  memory        {r['rss_mb_start']} MB at start, {r['rss_mb_end']} MB at end, "
         f"max {r['rss_mb_max']} MB",
         f"  desyncs       {r['desyncs']} {r['desync_cases'] or ''}",

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import os
 import re
+from collections.abc import Iterable
 from itertools import accumulate
 from typing import Literal, get_args
 
@@ -36,6 +38,8 @@ __all__ = [
     "PositionError",
     "TextSnapshot",
     "cut_pieces",
+    "cut_pieces_of",
+    "length_of",
     "position_encoding",
     "same_text",
     "text_of",
@@ -137,20 +141,62 @@ def cut_pieces(text: str) -> tuple[list[str], list[list[int]]]:
     return pieces, [line_end_offsets(piece) for piece in pieces]
 
 
+def cut_pieces_of(parts: Iterable[str]) -> tuple[list[str], list[list[int]]]:
+    """:func:`cut_pieces` of ``"".join(parts)``, without joining them (a 5 M character
+    text joined is a copy of up to 20 MB in one C call: see
+    :mod:`lsp_server.json_pieces`); a ``\r\n`` split between two parts stays whole."""
+    pieces: list[str] = []
+    ends: list[list[int]] = []
+    carried = ""
+    for part in parts:
+        part = carried + part
+        carried = ""
+        if part.endswith("\r"):  # its \n may begin the next part
+            part, carried = part[:-1], "\r"
+        if part:
+            more, more_ends = cut_pieces(part)
+            pieces += more
+            ends += more_ends
+    if carried or not pieces:
+        more, more_ends = cut_pieces(carried)
+        pieces += more
+        ends += more_ends
+    return pieces, ends
+
+
 class IndexedAhead:
     """Texts about to be opened, cut into indexed pieces off the event loop (while a
-    large message was parsed); a document takes the pieces made for its very text, and
-    what the message did not take is dropped once it was handled (``clear``)."""
+    large message was parsed).
+
+    The parsing thread puts a text's pieces here and puts the key it gets in the
+    message instead of the text (a short placeholder: the whole text is never joined
+    into one ``str``); the document the message opens or changes takes its pieces by
+    that key.  What the message did not take is dropped once it was handled
+    (``clear``).
+    """
 
     def __init__(self) -> None:
-        self._indexes: dict[int, tuple[str, tuple[list[str], list[list[int]]]]] = {}
+        self._prefix = f"\x00fimlsp-indexed-text:{os.urandom(8).hex()}:"
+        self._count = 0
+        self._indexes: dict[str, tuple[list[str], list[list[int]]]] = {}
 
-    def put(self, text: str) -> None:
-        self._indexes[id(text)] = (text, cut_pieces(text))
+    def put(self, parts: Iterable[str]) -> str:
+        """Cut the text made of ``parts``; the key that stands for it."""
+        self._count += 1
+        key = f"{self._prefix}{self._count}"
+        self._indexes[key] = cut_pieces_of(parts)
+        return key
 
     def take(self, text: str) -> tuple[list[str], list[list[int]]] | None:
-        entry = self._indexes.pop(id(text), None)
-        return entry[1] if entry is not None and entry[0] is text else None
+        """The pieces ``text`` stands for; None for a text sent as it is.  Raises
+        ``LookupError`` for a key whose pieces are gone (never answer for a
+        placeholder as if it were the client's text)."""
+        if not text.startswith(self._prefix):
+            return None
+        entry = self._indexes.pop(text, None)
+        if entry is None:
+            raise LookupError("a text indexed ahead was taken twice or after its message")
+        return entry
 
     def clear(self) -> None:
         self._indexes.clear()
@@ -188,6 +234,11 @@ class TextSnapshot:
 def text_of(source: str | TextSnapshot) -> str:
     """The text of a snapshot or of a plain string."""
     return source if isinstance(source, str) else source.text
+
+
+def length_of(source: str | TextSnapshot) -> int:
+    """The length of a snapshot's text (without joining it) or of a plain string."""
+    return len(source) if isinstance(source, str) else source.length
 
 
 def same_text(a: str | TextSnapshot, b: str | TextSnapshot) -> bool:

@@ -7,9 +7,15 @@ value as ``json.loads`` while every C call it makes covers at most about
 :data:`PIECE` bytes but one: each long string is found in the bytes with a bounded
 search and decoded a piece at a time (cut where no UTF-8 character or escape is split,
 surrogate pairs joined again), and the rest, with each long string replaced by a
-placeholder, is parsed whole.  The one longer call joins a string's pieces (a copy of
-the text, which no way of getting a ``str`` avoids).  Between the calls the interpreter can
-switch threads, so the event loop waits at most one piece for the GIL.
+placeholder, is parsed whole.  Between the calls the interpreter can switch threads, so
+the event loop waits at most one piece for the GIL.
+
+Joining a long string's pieces into one ``str`` is one C call over the whole text, and
+the slowest one here: 5 M characters with an emoji are a fresh 20 MB block, whose page
+faults make the copy take about 10 ms.  A caller that can use the pieces as they are
+(a server keeps a document's text in pieces) asks for them (``pieces=True``): each long
+string value then comes as a :class:`LongString`, and :func:`join_long_strings` joins
+the ones it did not take.
 
 What stays one call: a body whose bulk is not long strings (a huge array of small
 values), which no client sends for a document.
@@ -20,9 +26,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["PIECE", "loads_in_pieces"]
+__all__ = ["PIECE", "LongString", "join_long_strings", "loads_in_pieces"]
 
 #: The most bytes one C call works on (well under a millisecond).
 PIECE = 1 << 17
@@ -66,9 +73,24 @@ def _safe_cut(data: bytes, cut: int, lo: int) -> int:
     return lo
 
 
-def _decode_string(data: bytes, start: int, end: int) -> str:
+class LongString:
+    """A long JSON string's value, as the pieces it was decoded in (not joined)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list[str]) -> None:
+        self.parts = parts
+
+    def join(self) -> str:
+        return "".join(self.parts)
+
+    def __repr__(self) -> str:
+        return f"LongString({sum(map(len, self.parts))} characters in {len(self.parts)} pieces)"
+
+
+def _decode_string(data: bytes, start: int, end: int) -> list[str]:
     """The value of the JSON string whose content is ``data[start:end]``, decoded a
-    piece at a time."""
+    piece at a time: its pieces, in order."""
     parts: list[str] = []
     pos = start
     while pos < end:
@@ -86,17 +108,18 @@ def _decode_string(data: bytes, start: int, end: int) -> str:
                 part = part[1:]
         parts.append(part)
         pos = cut
-    return "".join(parts)
+    return parts
 
 
-def loads_in_pieces(data: bytes) -> Any:
-    """``json.loads(data.decode("utf-8"))``, in pieces (see the module docstring).
+def loads_in_pieces(data: bytes, pieces: bool = False) -> Any:
+    """``json.loads(data.decode("utf-8"))``, in pieces (see the module docstring);
+    ``pieces``: each long string value (not a key) is left as a :class:`LongString`.
 
     Raises what that raises (``ValueError``, ``UnicodeDecodeError`` included); the
     position in an error counts placeholders, not the long strings they stand for.
     """
     nonce = os.urandom(8).hex()
-    long_strings: dict[str, str] = {}
+    long_strings: dict[str, list[str]] = {}
     skeleton: list[bytes] = []
     copied = pos = 0
     while True:
@@ -116,29 +139,50 @@ def loads_in_pieces(data: bytes) -> Any:
         return json.loads(data.decode("utf-8"))
     skeleton.append(data[copied:])
     value = json.loads(b"".join(skeleton).decode("utf-8"))
-    return _put_back(value, long_strings)
+
+    def put_back(item: Any) -> Any:
+        parts = long_strings.get(item) if isinstance(item, str) else None
+        if parts is None:
+            return item
+        return LongString(parts) if pieces else "".join(parts)
+
+    def put_back_key(key: str) -> str:
+        parts = long_strings.get(key)
+        return key if parts is None else "".join(parts)
+
+    return _map_leaves(value, put_back, put_back_key)
 
 
-def _put_back(value: Any, long_strings: dict[str, str]) -> Any:
-    """``value`` with every placeholder (a string or a key) replaced by its string;
-    iterative, since a JSON value may nest deeper than Python's recursion limit."""
-    if isinstance(value, str):
-        return long_strings.get(value, value)
+def join_long_strings(value: Any) -> Any:
+    """``value`` with every :class:`LongString` in it joined into a ``str``."""
+    return _map_leaves(value, lambda item: item.join() if isinstance(item, LongString) else item)
+
+
+def _map_leaves(
+    value: Any, leaf: Callable[[Any], Any], key: Callable[[str], str] | None = None
+) -> Any:
+    """``value`` (changed in place) with every item that is not an array or an object
+    replaced by ``leaf(item)`` and every key by ``key(key)``; iterative, since a JSON
+    value may nest deeper than Python's recursion limit."""
+    if not isinstance(value, dict | list):
+        return leaf(value)
     stack = [value]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
-            for key in [k for k in node if k in long_strings]:
-                node[long_strings[key]] = node.pop(key)
+            if key is not None:
+                for old in list(node):
+                    new = key(old)
+                    if new is not old:
+                        node[new] = node.pop(old)
             items = node.items()
-        elif isinstance(node, list):
-            items = enumerate(node)  # type: ignore[assignment]
         else:
-            continue
-        for key, item in list(items):
-            if isinstance(item, str):
-                if item in long_strings:
-                    node[key] = long_strings[item]
-            elif isinstance(item, dict | list):
+            items = enumerate(node)  # type: ignore[assignment]
+        for at, item in list(items):
+            if isinstance(item, dict | list):
                 stack.append(item)
+            else:
+                new = leaf(item)
+                if new is not item:
+                    node[at] = new
     return value

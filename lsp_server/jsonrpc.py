@@ -56,7 +56,7 @@ from pygls.io_ import StdoutWriter
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
 
-from .json_pieces import loads_in_pieces
+from .json_pieces import join_long_strings, loads_in_pieces
 
 if typing.TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
@@ -490,7 +490,7 @@ class JsonRpcGuard(LanguageServerProtocol):
         """A large body parsed in pieces and prepared; called on a thread (see
         :func:`_serve_stream`), then passed to :meth:`receive_body` on the loop."""
         try:
-            message = loads_in_pieces(data)
+            message = loads_in_pieces(data, pieces=True)
         except json.JSONDecodeError as exc:
             if exc.msg != "Extra data":
                 return Parsed(None, exc)
@@ -501,11 +501,13 @@ class JsonRpcGuard(LanguageServerProtocol):
             self.prepare(message)
         except Exception:  # a preparation is only a head start: the handler does it all
             log.exception("cannot prepare a message")
-        return Parsed(message)
+        return Parsed(join_long_strings(message))
 
     def prepare(self, message: Any) -> None:
         """Work a large message's handler would do on the event loop, done ahead on the
-        parsing thread (a subclass indexes a document there); nothing by default."""
+        parsing thread (a subclass indexes a document there); nothing by default.
+        Long strings in ``message`` are still :class:`~lsp_server.json_pieces.LongString`
+        pieces here: one it replaces is never joined, the rest are after it."""
 
     def receive_body(self, data: bytes, parsed: Parsed | None = None) -> None:
         """One frame's body: parse it (unless it was, off the loop), check it, hand it

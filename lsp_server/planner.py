@@ -43,6 +43,7 @@ from .decoding.stopping import StopCheck
 from .lines import document_line_ends, single_line
 from .model import Backend, Interrupted
 from .prompt_budget import PromptBudget, PromptChoice
+from .release import release
 from .request import Answer, Request, Suggestion
 from .settings import Settings
 from .status import EngineState, StopReason, target_status
@@ -95,7 +96,7 @@ class Planner:
             self._shown.pop(uri, None)
             self._newer.pop(uri, None)
             for key in [k for k in self._builders if k[0] == uri]:
-                del self._builders[key]
+                release(self._builders.pop(key))  # freed off the loop, a little at a time
 
     def counters(self) -> dict[str, int]:
         with self._lock:
@@ -115,7 +116,7 @@ class Planner:
             if builder is None:
                 builder = self._builders[key] = QuotientBuilder(target)
                 while len(self._builders) > BUILDERS_KEPT:
-                    self._builders.popitem(last=False)
+                    release(self._builders.popitem(last=False)[1])
             else:
                 self._builders.move_to_end(key)
         return builder
@@ -251,9 +252,9 @@ class Planner:
             return _nothing(request, EngineState.DISABLED, StopReason.DISABLED)
         if model is None or state != EngineState.READY:
             return _nothing(request, state, StopReason.NO_MODEL, message)
-        if len(request.text) > settings.max_document_chars:
+        if request.length > settings.max_document_chars:
             message = (
-                f"document has {len(request.text)} characters, more than maxDocumentChars "
+                f"document has {request.length} characters, more than maxDocumentChars "
                 f"({settings.max_document_chars})"
             )
             return _nothing(request, state, StopReason.TOO_LARGE, message)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 from lsprotocol import types
 from pygls.protocol import lsp_method
 
+from .json_pieces import LongString
 from .jsonrpc import JsonRpcGuard, Parsed
 
 if TYPE_CHECKING:
@@ -73,21 +74,24 @@ class FimProtocol(JsonRpcGuard):
             self.fim_server.indexed_ahead.clear()
 
     def prepare(self, message: Any) -> None:
-        """On the parsing thread: index the lines of a large message's new text."""
+        """On the parsing thread: cut a large message's new text into indexed pieces,
+        and put the key to them in its place (the text, kept in the pieces it was
+        decoded in, is never joined: see :class:`~lsp_server.documents.IndexedAhead`)."""
         params = message.get("params") if isinstance(message, dict) else None
         if not isinstance(params, dict):
             return
-        text = None
+        holder = None
         if message.get("method") == types.TEXT_DOCUMENT_DID_OPEN:
-            document = params.get("textDocument")
-            text = document.get("text") if isinstance(document, dict) else None
+            holder = params.get("textDocument")
         elif message.get("method") == types.TEXT_DOCUMENT_DID_CHANGE:
             changes = params.get("contentChanges")
             changes = changes if isinstance(changes, list) else []
             whole = [c for c in changes if isinstance(c, dict) and "range" not in c]
-            text = whole[-1].get("text") if whole else None
-        if isinstance(text, str):
-            self.fim_server.indexed_ahead.put(text)
+            holder = whole[-1] if whole else None
+        text = holder.get("text") if isinstance(holder, dict) else None
+        if isinstance(text, LongString | str):
+            parts = text.parts if isinstance(text, LongString) else [text]
+            holder["text"] = self.fim_server.indexed_ahead.put(parts)  # type: ignore[index]
 
     def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
         if method_name in COMPLETION_METHODS:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from lexer.text import count_line_ends
 from quotient_parser.quotient import BuildInterrupted
 
-from .documents import TextSnapshot, text_of
+from .documents import TextSnapshot, length_of, text_of
 from .model import Backend, Interrupted
 from .model.backend import PromptCache
 from .planner import Planner
@@ -55,26 +55,44 @@ IDLE_S = 0.25
 Interrupt = Callable[[], bool]
 
 
+#: Characters compared at once by :func:`edit_end` (each comparison copies two slices:
+#: a bounded C call, so the worker hands the GIL back to the loop between them).
+_COMPARED = 1 << 16
+
+
 def edit_end(old: str, new: str) -> int:
     """Where in ``new`` the edit that turned ``old`` into it ends (the cursor after
     typing or pasting; where text was deleted)."""
     n = min(len(old), len(new))
-    lo, hi = 0, n  # common prefix length: largest p with old[:p] == new[:p]
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if old[:mid] == new[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    prefix = lo
-    lo, hi = 0, n - prefix  # common suffix length, not overlapping the prefix
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if old[len(old) - mid :] == new[len(new) - mid :]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return len(new) - lo
+    prefix = _common_run(old, new, n, at_end=False)
+    return len(new) - _common_run(old, new, n - prefix, at_end=True)
+
+
+def _common_run(a: str, b: str, limit: int, at_end: bool) -> int:
+    """How many characters ``a`` and ``b`` begin (``at_end``: end) with in common, at
+    most ``limit``, in comparisons of at most :data:`_COMPARED` characters."""
+
+    def window(text: str, done: int, size: int) -> str:
+        if at_end:
+            return text[len(text) - done - size : len(text) - done]
+        return text[done : done + size]
+
+    done = 0
+    while done < limit:
+        size = min(_COMPARED, limit - done)
+        x, y = window(a, done, size), window(b, done, size)
+        if x == y:
+            done += size
+            continue
+        lo, hi = 0, size  # the longest common run within this window
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if window(x, 0, mid) == window(y, 0, mid):
+                lo = mid
+            else:
+                hi = mid - 1
+        return done + lo
+    return limit
 
 
 @dataclass(frozen=True)
@@ -93,14 +111,21 @@ class _Focus:
         """The text (a snapshot's pieces joined on first use: on the worker)."""
         return text_of(self.source)
 
+    @property
+    def length(self) -> int:
+        """The text's length (without joining a snapshot's pieces)."""
+        return length_of(self.source)
+
     def resolved(self) -> _Focus:
         """The focus with the cursor after an unknown edit found (costs a comparison of
-        the two texts: called on the worker)."""
+        the two texts, in bounded pieces: called on the worker)."""
         if self.previous is None:
             return self
-        previous = text_of(self.previous)
-        unchanged = previous == self.text
-        cursor = self.cursor if unchanged else edit_end(previous, self.text)
+        previous, text = text_of(self.previous), self.text
+        unchanged = len(previous) == len(text) and _common_run(
+            previous, text, len(text), at_end=False
+        ) == len(text)
+        cursor = self.cursor if unchanged else edit_end(previous, text)
         return _Focus(self.uri, self.source, cursor, self.version)
 
 
@@ -200,6 +225,8 @@ class ReadAhead:
             focus = self._focus
         if focus is None or not settings.enable:
             return
+        if focus.length > settings.max_document_chars:
+            return  # nothing is read ahead for it (its text is never joined)
         if focus.previous is not None:
             focus = focus.resolved()
             with self._lock:
@@ -267,7 +294,7 @@ class ReadAhead:
     def _warm_quotient(self, focus: _Focus, settings: Settings, stop: Interrupt) -> None:
         """The whole document's states (unless most of them are warm) and its backward
         parse, then the quotient at the cursor."""
-        if len(focus.text) > settings.max_document_chars:
+        if focus.length > settings.max_document_chars:
             return
         target = target_in_force(settings.python_version, focus.uri, self.planner.workspace_folders)
         builder = self.planner.builder(focus.uri, target.version)
@@ -285,7 +312,7 @@ class ReadAhead:
     ) -> None:
         """The prompt a request at the cursor would read now, then the machine window's."""
         assert focus.cursor is not None
-        if len(focus.text) > settings.max_document_chars:
+        if focus.length > settings.max_document_chars:
             return
         left, right = focus.text[: focus.cursor], focus.text[focus.cursor :]
         options = self.planner.prompt_options(settings, focus.uri)

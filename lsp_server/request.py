@@ -7,7 +7,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from .documents import TextSnapshot, same_text, text_of
+from .documents import TextSnapshot, length_of, same_text, text_of
 from .settings import Settings
 from .status import RequestTimes, StopReason
 from .target import ProjectTarget
@@ -59,6 +59,11 @@ class Request:
     @property
     def text(self) -> str:
         return text_of(self.source)
+
+    @property
+    def length(self) -> int:
+        """The text's length (a snapshot's pieces are not joined for it)."""
+        return length_of(self.source)
 
     @property
     def left(self) -> str:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gc
 import logging
 import os
 import threading
@@ -57,6 +56,8 @@ from .documents import (
     position_encoding,
 )
 from .engine import Engine
+from .gc_pacing import SurvivorFreezer, tune_gc
+from .loop_lag import LoopLag
 from .progress import LoadProgress
 from .protocol import FimProtocol
 from .request import Answer, Request
@@ -123,6 +124,8 @@ class FimLanguageServer(LanguageServer):
         self.documents: dict[str, Document] = {}
         self.indexed_ahead = IndexedAhead()  # line indexes of large texts, made off the loop
         self.requests = InFlight()
+        self.loop_lag = LoopLag()  # how late the event loop runs (fimlsp/serverStatus)
+        self.gc_freezer = SurvivorFreezer(self.idle)  # short collector passes
         self.settings = Settings()
         self.layers = SettingsLayers()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -138,6 +141,8 @@ class FimLanguageServer(LanguageServer):
         client's initialization options (the first settings layer) and its workspace
         folders (where ``auto`` targets are read)."""
         self._loop = asyncio.get_running_loop()
+        self.loop_lag.start(self._loop)
+        self.gc_freezer.start(self._loop)
         self.layers.initial = params.initialization_options
         self.folders_changed()
 
@@ -160,6 +165,13 @@ class FimLanguageServer(LanguageServer):
         before the model can be freed under it (a model call finishes its chunk)."""
         self.engine.shutdown(timeout=5.0)
         super().shutdown()
+
+    def idle(self) -> bool:
+        """No completion request is waiting for an answer and the worker has no job."""
+        jobs = self.engine.counters()
+        return not any(self.requests.counters().values()) and not (
+            jobs["queuedJobs"] or jobs["pendingRequests"]
+        )
 
     @property
     def position_encoding(self) -> PositionEncoding:
@@ -201,7 +213,12 @@ class FimLanguageServer(LanguageServer):
             raise JsonRpcInvalidParams(str(exc)) from None
 
     def open_document(self, item: types.TextDocumentItem) -> None:
-        pieces = self.indexed_ahead.take(item.text)
+        try:
+            pieces = self.indexed_ahead.take(item.text)
+        except LookupError as exc:  # its text was lost: never keep an older one
+            self.forget_document(item.uri)
+            self.log_to_client(f"fimlsp: cannot open {item.uri}: {exc}", types.MessageType.Error)
+            return
         doc = Document(item.uri, item.text, item.version, item.language_id, pieces)
         self.documents[item.uri] = doc
         self.engine.document_changed(item.uri, doc.snapshot())
@@ -218,15 +235,15 @@ class FimLanguageServer(LanguageServer):
             return
         encoding = self.position_encoding
         for change in params.content_changes:
-            if not isinstance(change, types.TextDocumentContentChangePartial):
-                doc.set_text(change.text, self.indexed_ahead.take(change.text))
-                continue
-            start, end = change.range.start, change.range.end
             try:
+                if not isinstance(change, types.TextDocumentContentChangePartial):
+                    doc.set_text(change.text, self.indexed_ahead.take(change.text))
+                    continue
+                start, end = change.range.start, change.range.end
                 doc.replace(
                     (start.line, start.character), (end.line, end.character), change.text, encoding
                 )
-            except PositionError as exc:
+            except (PositionError, LookupError) as exc:  # LookupError: its text was lost
                 self.forget_document(uri)
                 self.log_to_client(
                     f"fimlsp: a change to {uri} does not fit its text ({exc}); the document "
@@ -388,6 +405,8 @@ class FimLanguageServer(LanguageServer):
             **self.engine.counters(),
             "model": self.engine.detected,
             "rssMb": round(rss_mb(), 1),
+            **self.loop_lag.figures(),
+            **self.gc_freezer.counters(),
         }
 
 
@@ -505,24 +524,6 @@ async def server_status(ls: FimLanguageServer, params: Any) -> dict[str, Any]:
     """Counters for tests and benchmarks (``{"uri": ...}``: also that document)."""
     uri = getattr(params, "uri", None) or (params.get("uri") if isinstance(params, dict) else None)
     return await ls.server_status(uri if isinstance(uri, str) else None)
-
-
-def tune_gc() -> None:
-    """Keep the cyclic garbage collector's full passes off the event loop's back.
-
-    A full collection walks every tracked object while holding the GIL, stopping the
-    event loop for as long: a quotient build over a 1.5 MB file on the worker set off
-    passes of 270 ms.  What is alive once the server has started (imported modules,
-    pygls' and lsprotocol's tables) is moved out of the collector's reach
-    (``gc.freeze``; it is still freed by reference counting), and full passes come
-    ten times less often (gen-2 threshold 100; they still come, so cyclic garbage
-    stays bounded).  Called once by ``fimlsp`` before serving; see
-    ``bench/event_loop_costs.py`` for the gaps with and without.
-    """
-    gc.collect()
-    gc.freeze()
-    first, second, third = gc.get_threshold()
-    gc.set_threshold(first, second, max(third, 100))
 
 
 def create_server() -> FimLanguageServer:

@@ -117,6 +117,8 @@ def test_every_class_ran(summaries: dict[str, dict[str, Any]]) -> None:
         for cls in CLASSES:
             assert summary["by_class"][cls]["requests"] > 0, cls
         assert summary["completions_checked"] > 0
+        # The server's loop-lag monitor answered the probes (its figures: the benchmark).
+        assert summary["longest_loop_lag_case"], summary["longest_loop_lag_ms"]
 
 
 def test_inline_ranges_never_split_a_surrogate_pair(tiny_factory: Any) -> None:

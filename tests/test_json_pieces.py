@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lsp_server import json_pieces
-from lsp_server.json_pieces import loads_in_pieces
+from lsp_server.json_pieces import LongString, join_long_strings, loads_in_pieces
 
 # Characters that meet every cut: escapes (quote, backslash, controls, a lone
 # surrogate, written \uXXXX), UTF-8 of two, three and four bytes.
@@ -48,6 +48,38 @@ def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_same_value_as_json_loads(value: Any, ascii_only: bool) -> None:
     data = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
     assert _pieces(data) == _loads(data)
+
+
+def _long_strings(value: Any) -> list[LongString]:
+    found, stack = [], [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, LongString):
+            found.append(node)
+        elif isinstance(node, dict):
+            assert all(isinstance(key, str) for key in node)  # keys are always joined
+            stack += node.values()
+        elif isinstance(node, list):
+            stack += node
+    return found
+
+
+@settings(max_examples=400, deadline=None)
+@given(_VALUES, st.booleans())
+def test_long_strings_kept_in_pieces_join_to_the_same_value(value: Any, ascii_only: bool) -> None:
+    """``pieces=True``: each long string is left as its pieces (none longer than a
+    piece's bytes), and joined they give ``json.loads``'s value."""
+    data = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    try:
+        kept = loads_in_pieces(data, pieces=True)
+    except ValueError:
+        assert _loads(data) == "error"
+        return
+    for long_string in _long_strings(kept):
+        assert all(len(part) <= json_pieces.PIECE for part in long_string.parts)
+    joined = join_long_strings(kept)
+    assert joined == _loads(data)
+    assert not _long_strings(joined)
 
 
 @settings(max_examples=400, deadline=None)

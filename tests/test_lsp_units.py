@@ -5,6 +5,8 @@ from __future__ import annotations
 from itertools import pairwise
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lsprotocol import types
 
 from lexer.text import line_end_offsets
@@ -16,6 +18,7 @@ from lsp_server.documents import (
     PositionEncoding,
     PositionError,
     cut_pieces,
+    cut_pieces_of,
     position_encoding,
 )
 from lsp_server.lines import document_line_ends, opens_block
@@ -106,20 +109,35 @@ def test_line_starts_found_a_piece_at_a_time(monkeypatch: pytest.MonkeyPatch) ->
 def test_a_document_indexed_ahead_answers_as_one_indexed_later() -> None:
     text = "a = 1\r\nb = 'é'\rc = 3\n" * 50
     ahead = IndexedAhead()
-    ahead.put(text)
-    assert ahead.take((text + "x")[:-1]) is None  # an equal copy is not the text sent
-    assert ahead.take(text) == cut_pieces(text)
-    assert ahead.take(text) is None  # taken once
-    ahead.put(text)
+    key = ahead.put([text[:7], text[7:100], text[100:]])  # a \r\n split between parts
+    assert key != text and ahead.take(text) is None  # a text sent as it is
+    pieces = ahead.take(key)
+    assert pieces is not None and "".join(pieces[0]) == text
+    with pytest.raises(LookupError):
+        ahead.take(key)  # taken once: a placeholder never passes for the text
+    key = ahead.put([text])
     ahead.clear()  # the message was handled without taking it
-    assert ahead.take(text) is None
-    indexed = Document("u", text, pieces=cut_pieces(text))
+    with pytest.raises(LookupError):
+        ahead.take(key)
+    indexed = Document("u", key, pieces=pieces)
     plain = Document("u", text)
     for doc in (indexed, plain):
         doc.replace((40, 2), (41, 1), "x\ny")
     assert indexed.text == plain.text and indexed.line_starts == plain.line_starts
     for offset in range(0, len(indexed.text), 37):
         assert indexed.position_at(offset) == plain.position_at(offset)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="ab\r\né😀", max_size=12), max_size=8))
+def test_pieces_cut_from_parts_are_the_pieces_of_their_join(parts: list[str]) -> None:
+    pieces, ends = cut_pieces_of(parts)
+    text = "".join(parts)
+    assert "".join(pieces) == text
+    assert all(not (a.endswith("\r") and b.startswith("\n")) for a, b in pairwise(pieces))
+    assert ends == [line_end_offsets(piece) for piece in pieces]
+    doc = Document("u", text, pieces=(pieces, ends))
+    assert doc.line_starts == [0, *line_end_offsets(text)]
 
 
 # ----------------------------------------------------------------------------- settings
@@ -206,3 +224,27 @@ def test_completion_item_replaces_the_word_before_the_cursor(
     edit_range = item.text_edit.range
     assert (edit_range.start.line, edit_range.start.character) == (0, 8)
     assert (edit_range.end.line, edit_range.end.character) == (0, 11)
+
+
+def test_a_text_indexed_ahead_and_lost_closes_the_document_rather_than_keep_an_old_one() -> None:
+    from lsp_server.server import create_server
+
+    server = create_server()
+    uri = "file:///lost.py"
+    try:
+        for lost_in in ("open", "change"):
+            server.open_document(types.TextDocumentItem(uri, "python", 1, "x = 1\n"))
+            key = server.indexed_ahead.put(["y = 2\n"])
+            server.indexed_ahead.clear()  # its message was handled without taking it
+            if lost_in == "open":
+                server.open_document(types.TextDocumentItem(uri, "python", 2, key))
+            else:
+                server.change_document(
+                    types.DidChangeTextDocumentParams(
+                        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+                        content_changes=[types.TextDocumentContentChangeWholeDocument(text=key)],
+                    )
+                )
+            assert uri not in server.documents, lost_in
+    finally:
+        server.engine.shutdown(timeout=1)

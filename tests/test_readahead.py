@@ -17,6 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from model_fixtures import (  # noqa: F401  (fixtures are used by name)
     model_cache,
     stopping_model,
@@ -25,6 +28,7 @@ from model_fixtures import (  # noqa: F401  (fixtures are used by name)
 )
 
 from lexer.text import count_line_ends
+from lsp_server import readahead
 from lsp_server.engine import Engine
 from lsp_server.model import FimModel
 from lsp_server.model.context import READ_AHEAD_CHUNK
@@ -186,3 +190,19 @@ def test_the_engine_reads_ahead_when_idle_and_answers_meanwhile(engine: Engine) 
     _wait_for(lambda: engine.read_ahead.wait_s() is None)  # the cursor's prompts read too
     assert engine.counters()["readAheadTokens"] > 0
     assert not engine._preempted()
+
+
+def _edit_end_by_definition(old: str, new: str) -> int:
+    n = min(len(old), len(new))
+    prefix = next((i for i in range(n) if old[i] != new[i]), n)
+    suffix = next((i for i in range(n - prefix) if old[-1 - i] != new[-1 - i]), n - prefix)
+    return len(new) - suffix
+
+
+@hypothesis_settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab😀", max_size=30), st.text(alphabet="ab😀", max_size=30))
+def test_edit_end_compared_in_bounded_windows(old: str, new: str) -> None:
+    """Texts compared a window at a time (of 3 here) give what the definition gives."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(readahead, "_COMPARED", 3)
+        assert edit_end(old, new) == _edit_end_by_definition(old, new)

@@ -364,8 +364,12 @@ async def test_large_document(client: LanguageClient) -> None:
         )
     )
     text = text[:-3] + "😀" + text[-3:]
-    document = (await server_status(client, uri))["document"]
+    status = await server_status(client, uri)
+    document = status["document"]
     assert document["sha256"] == sha256(text) and document["version"] == 2
+    # The loop-lag monitor has been ticking since initialize (its figures: benchmarks).
+    assert status["loopLagTicks"] > 0
+    assert status["loopLagMaxMs"] >= status["loopLagP99Ms"] >= 0
     client.text_document_did_close(
         types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
     )

@@ -1,0 +1,57 @@
+"""The event loop's lag monitor (``lsp_server.loop_lag``): what it records, on a real loop."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from lsp_server.loop_lag import LoopLag
+
+
+def test_percentile_and_maximum_of_recorded_lateness() -> None:
+    lag = LoopLag()
+    assert lag.figures() == {"loopLagMaxMs": 0.0, "loopLagP99Ms": 0.0, "loopLagTicks": 0}
+    for _ in range(99):
+        lag.record(0.25)
+    lag.record(40.0)
+    assert lag.samples == 100
+    assert lag.max_ms == 40.0
+    assert lag.percentile_ms(0.99) == 0.3  # the upper edge of 0.25's 0.1 ms bin
+    assert lag.percentile_ms(1.0) == 40.0
+    lag.record(5_000.0)  # past the last bin: still the exact maximum
+    assert lag.figures()["loopLagMaxMs"] == 5_000.0
+
+
+def test_a_blocked_loop_is_reported_late() -> None:
+    """The loop blocked for 50 ms: a tick came due within one period of the block's
+    start, so it ran at least 50 ms less a period late (a bound, not a timing)."""
+    period_s, block_s = 0.005, 0.05
+
+    async def main() -> LoopLag:
+        lag = LoopLag(period_s)
+        lag.start(asyncio.get_running_loop())
+        await asyncio.sleep(3 * period_s)
+        time.sleep(block_s)  # the loop stalls: nothing else runs
+        await asyncio.sleep(3 * period_s)
+        lag.stop()
+        return lag
+
+    lag = asyncio.run(main())
+    assert lag.samples >= 2
+    assert lag.max_ms >= (block_s - period_s) * 1e3
+    ticks = lag.samples
+    time.sleep(2 * period_s)
+    assert lag.samples == ticks  # stopped
+
+
+def test_start_twice_on_one_loop_keeps_one_ticker() -> None:
+    async def main() -> int:
+        lag = LoopLag(0.01)
+        loop = asyncio.get_running_loop()
+        lag.start(loop)
+        lag.start(loop)
+        await asyncio.sleep(0.105)
+        lag.stop()
+        return lag.samples
+
+    assert asyncio.run(main()) <= 11  # one tick per period at most, not two
