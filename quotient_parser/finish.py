@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -160,7 +161,7 @@ class _ViewBuilder:
         last_token = ""
         spent = 0
         word_before = True
-        seen_token = False
+        seen_token = mode == "string"  # the literal w opens is R's first token
         after_newline = False
         line_over = False
         for kind, value, offset in symbols:
@@ -172,7 +173,8 @@ class _ViewBuilder:
                 if line_start is None:  # a token that starts a logical line at depth 0
                     whitespace = indentation(last_line(text[:offset]))
                     own = 0
-                    if mode == "code" and text[:1] not in INDENT_CHARS + "\r\n":
+                    mid_line = mode == "string" or text[:1] not in INDENT_CHARS + "\r\n"
+                    if mode in ("code", "string") and mid_line:
                         if last_token != ":":
                             own = 1 + len(whitespace.replace("\f", ""))
                     line_start = (indentation_column(whitespace), spent, own)
@@ -229,18 +231,40 @@ def right_views(
 
 
 def string_view(
-    tables: YieldTables, text: str, version: tuple[int, int], head: str
+    tables: YieldTables,
+    classify: SymbolClassifier,
+    text: str,
+    version: tuple[int, int],
+    head: str,
 ) -> RightView | None:
     """The view of R inside a string literal that ``w`` opens with ``head`` (None: R
-    cannot end a module that way).  Only the literal is a target: what ``w`` pays is
-    the opening and what precedes the literal."""
-    if not start_modes_that_end(text, version, (head,)):
+    cannot end a module that way).  The literal is R's first symbol (what ``w`` pays
+    is the opening and what precedes the literal); R's symbols after the opening
+    count as in code, with the literal's least cost in their allowance."""
+    modes = start_modes_that_end(text, version, (head,))
+    if not modes:
         return None
     ids = tables.grammar.terminal_ids
     letter = head.lstrip("r")[:1]  # f, t, or a quote
     names = (letter.upper() + "STRING_START",) if letter.isalpha() else ("STRING", "BYTES")
     members = tuple(ids[n] for n in names if n in ids)
-    return RightView("string", len(head), ((members, 0),), False, None, None, head)
+    rest = _ViewBuilder(tables, classify, version).view(text, modes[0], "string", len(head))
+    cost = max((tables.cost[m] for m in members), default=0)
+    after = tuple((m, allowance + cost) for m, allowance in rest.targets)
+    line_start = rest.line_start
+    if line_start is not None:
+        column, allowance, own = line_start
+        line_start = (column, allowance + cost, own)
+    return RightView(
+        "string",
+        len(head),
+        ((members, 0), *after),
+        False,
+        rest.openers,
+        line_start,
+        head,
+        rest.line_start_members,
+    )
 
 
 #: Views of the last few right contexts, by (target, text): an editor asks
@@ -250,11 +274,25 @@ _VIEWS_KEPT = 8
 
 
 def comment_or_continuation(pending: str) -> bool:
-    """Whether the pending text is a comment, or a backslash whose line has not ended."""
-    blank = pending.lstrip(INDENT_CHARS)
+    """Whether the pending text is a comment, or a backslash whose line has not ended
+    (after any blanks and continuation lines: ``\\<newline>#`` is a comment)."""
+    blank = _past_continuations(pending)
     return blank.startswith("#") or (
         blank.startswith("\\") and "\n" not in blank and "\r" not in blank
     )
+
+
+def _past_continuations(pending: str) -> str:
+    """``pending`` without its leading blanks and ended backslash continuations."""
+    blank = pending.lstrip(INDENT_CHARS)
+    while blank.startswith("\\"):
+        if blank.startswith("\\\r\n"):
+            blank = blank[3:].lstrip(INDENT_CHARS)
+        elif blank[1:2] in ("\n", "\r"):
+            blank = blank[2:].lstrip(INDENT_CHARS)
+        else:
+            break
+    return blank
 
 
 def open_string_head(pending: str) -> tuple[str, str] | None:
@@ -351,13 +389,19 @@ class FinishAnalysis:
         if lex.fstring_quotes:
             return 0, 0  # inside an f-string: not analysed
         pending = lex.pending
-        blank = pending.lstrip(INDENT_CHARS)
+        blank = _past_continuations(pending)
         if not pending or not blank or lex.pending_kinds() is None:
             if comment_or_continuation(pending):
                 if blank.startswith("#"):
                     return self._views_bound(chart, lex, 0, False, natural, in_comment=True)
-                return 0, 0  # a backslash: the next character must end the line
-            return self._views_bound(chart, lex, 0, False, natural)
+                if not natural:
+                    return 0, 0  # a backslash: R's first line break may end it
+                # a natural finish ends the continuation itself: a line break, then the rest
+                full, light = self._pair(state.feed("\n"), True)
+                return _plus_one(full), _plus_one(light)
+            # indentation typed at a line start may be the INDENT a path scans first
+            typed = 1 if pending and not blank and lex.at_line_start else 0
+            return self._views_bound(chart, lex, typed, False, natural)
         # A symbol in progress either ends here (emit) or grows into w and R (extend).
         best = (INFINITE, INFINITE)
         emitted = lex.emit_pending()
@@ -387,12 +431,20 @@ class FinishAnalysis:
         spent = max(costs, default=len(pending))
         return _least(best, self._views_bound(chart, lex, spent, True, natural))
 
+    def right_goes_on_in_string(self, head: str) -> bool:
+        """Whether R can go on inside a string literal that ``w`` opens with ``head``."""
+        return self._string_view(head) is not None
+
     def _string_view(self, head: str) -> RightView | None:
         """The view for a string literal opened by ``head`` (checked on first use)."""
         if head not in self._string_views:
             version = tuple(self.recognizer.version)
             self._string_views[head] = string_view(
-                self.tables, self.quotient.right, (version[0], version[1]), head
+                self.tables,
+                self.recognizer.classify,
+                self.quotient.right,
+                (version[0], version[1]),
+                head,
             )
         return self._string_views[head]
 
@@ -430,14 +482,12 @@ class FinishAnalysis:
         known: dict[tuple[int, int], int] = {}  # R's symbols repeat terminals: one fd each
         distance = self.distances.first_distance
 
-        def first(chart: Chart, target: int, levels: int = 0) -> int:
+        def first(target: int, levels: int) -> int:
             value = known.get((target, levels))
             if value is None:
                 value = known[(target, levels)] = distance(chart, target, levels)
             return value
 
-        brackets = lex.brackets
-        columns = {column for column, _alt in lex.indent_levels}
         best = best_light = INFINITE
         for view in self.views:
             if natural and view.mode == "continuation":
@@ -450,45 +500,16 @@ class FinishAnalysis:
                 entry = view.entry
             if entry >= best:
                 continue
-            need = 0
-            if view.openers is not None:
-                shared = 0
-                limit = min(len(brackets), len(view.openers))
-                while shared < limit and brackets[shared] == view.openers[shared]:
-                    shared += 1
-                need = len(brackets) + len(view.openers) - 2 * shared
             skip = skip_first or view.first_may_merge
-            for index, (members, allowance) in enumerate(view.targets):
-                if entry + need >= best:
-                    break  # this view cannot lower the minimum
-                if (index == 0 and skip) or allowance > _MAX_ALLOWANCE:
-                    continue
-                reach = min(first(chart, m) for m in members)
-                value = reach - allowance - spent
-                if value > need:
-                    need = value
-            need_full = need
-            if view.line_start is not None and self._indent is not None:
-                column, allowance, own = view.line_start
-                if column not in columns:
-                    value = first(chart, self._indent) - allowance - spent
-                    if value > need:
-                        need = need_full = value
-                    if own > need_full:
-                        need_full = own
-                elif view.line_start_members and allowance <= _MAX_ALLOWANCE:
-                    # R's line goes on further left: the levels deeper than it close
-                    # before its first token, with whatever their statements still need
-                    levels = sum(1 for level, _alt in lex.indent_levels if level > column)
-                    if levels:
-                        reach = min(first(chart, m, levels) for m in view.line_start_members)
-                        value = reach - allowance - spent
-                        if value > need:
-                            need = need_full = value
-            best = min(best, entry + need_full)
-            best_light = min(best_light, entry + need)
+            full, light = self._view_need(view, first, lex, spent, skip, best - entry)
+            best = min(best, entry + full)
+            best_light = min(best_light, entry + light)
         # R may also begin inside a string literal that w opens; such a view can only
-        # matter where it costs less than the others, so it is checked only then.
+        # matter where it costs less than the others, so it is checked only then.  A
+        # symbol in progress that cannot prefix the literal ends in w: w writes at
+        # least what its least cost adds to the characters already typed.
+        if skip_first and not _may_prefix_string(lex.pending):
+            spent = min(spent, len(lex.pending))
         for head in self._string_heads:
             entry = len(head) + (1 if in_comment else 0)
             if entry >= best_light:
@@ -496,12 +517,77 @@ class FinishAnalysis:
             string = self._string_view(head)
             if string is None:
                 continue
-            members, _allowance = string.targets[0]
-            reach = min(first(chart, m) for m in members) - spent
-            value = entry + max(0, reach)
-            best = min(best, value)
-            best_light = min(best_light, value)
+            full, light = self._view_need(string, first, lex, spent, False, best - entry)
+            best = min(best, entry + max(0, full))
+            best_light = min(best_light, entry + max(0, light))
         return best, best_light
+
+    def _view_need(
+        self,
+        view: RightView,
+        first: Callable[[int, int], int],
+        lex: LexState,
+        spent: int,
+        skip: bool,
+        enough: int,
+    ) -> tuple[int, int]:
+        """What ``w`` must pay after the chart for R to begin as ``view`` says, beyond
+        the view's entry: (in characters, with a line's indentation counted as one).
+        ``first(target, levels)`` is ``fd`` from the chart; past ``enough`` the view
+        cannot lower the minimum and the count may stop there."""
+        brackets = lex.brackets
+        need = 0
+        if view.openers is not None:
+            shared = 0
+            limit = min(len(brackets), len(view.openers))
+            while shared < limit and brackets[shared] == view.openers[shared]:
+                shared += 1
+            need = len(brackets) + len(view.openers) - 2 * shared
+        for index, (members, allowance) in enumerate(view.targets):
+            if need >= enough:
+                break  # this view cannot lower the minimum
+            if (index == 0 and skip) or allowance > _MAX_ALLOWANCE:
+                continue
+            reach = min(first(m, 0) for m in members)
+            value = reach - allowance - spent
+            if value > need:
+                need = value
+        need_full = need
+        if view.line_start is None or self._indent is None:
+            return need_full, need
+        column, allowance, own = view.line_start
+        if column not in {level for level, _alt in lex.indent_levels}:
+            value = first(self._indent, 0) - allowance - spent
+            if own and lex.at_line_start:
+                # the line break is written, and maybe some of the indentation
+                own = max(0, own - 1 - len(lex.pending))
+            elif own:
+                # R cannot open the block: its INDENT lies in w, before R's first
+                # symbol, with the new line's indentation after it
+                block = first(self._indent, 0) - spent
+                value = block + 1
+                need_full = max(need_full, block + own - 1)
+            need = max(need, value)
+            need_full = max(need_full, value, own)
+        elif view.line_start_members and allowance <= _MAX_ALLOWANCE:
+            # R's line goes on further left: the levels deeper than it close before
+            # its first token, with whatever their statements still need
+            levels = sum(1 for level, _alt in lex.indent_levels if level > column)
+            if levels:
+                reach = min(first(m, levels) for m in view.line_start_members)
+                value = reach - allowance - spent
+                need = max(need, value)
+                need_full = max(need_full, value)
+        return need_full, need
+
+
+def _may_prefix_string(pending: str) -> bool:
+    """Whether ``pending`` may be the prefix letters of a string literal (``rb``, ``f``)."""
+    return len(pending) <= 2 and all(c in "rRbBfFuUtT" for c in pending)
+
+
+def _plus_one(value: int) -> int:
+    return value if value >= INFINITE else value + 1
 
 
 def _least(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:

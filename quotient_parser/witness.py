@@ -45,7 +45,7 @@ def search(
     max_nodes: int = 2000,
     max_seconds: float = 0.5,
     within: int | None = None,
-    first_share: float = 0.6,
+    first_share: float = 0.3,
     weight: float = 3.0,
     crossing: bool = True,
 ) -> Witness:
@@ -161,9 +161,11 @@ def _across_statement(
         where = line_start.feed(opener)
         if not where.viable:
             continue
-        for text in _first_symbols(moves, where):
+        for text in _first_symbols(moves, where, _openers_of(quotient.finish)):
             if len(head) + len(opener) + len(text) >= cutoff or time.monotonic() > deadline:
                 break
+            if nodes >= max_nodes:  # each candidate is a check of all of R: it counts
+                return None, nodes
             nodes += 1
             if where.feed(text).complete:
                 return head + opener + text, nodes
@@ -186,10 +188,12 @@ def _across_statement(
 _BLOCK_OPENER = "if x:\n"
 
 
-def _first_symbols(moves: _Moves, line_start: QuotientState) -> list[str]:
+def _first_symbols(moves: _Moves, line_start: QuotientState, openers: str) -> list[str]:
     """Texts that begin a line at ``line_start`` with one symbol, shortest first: each
     line-start move, with a blank after it, and a word's prefixes (R's first line
-    may go on with the rest of the word, as ``ret`` before ``urn x``)."""
+    may go on with the rest of the word, as ``ret`` before ``urn x``); where R closes
+    brackets (``openers``), a move then the brackets, or a keyword, a name and the
+    brackets (``def x(`` before ``a, b):``), and then only those that open them."""
     texts: set[str] = set()
     for move in moves(line_start.state):
         texts.add(move)
@@ -198,7 +202,21 @@ def _first_symbols(moves: _Moves, line_start: QuotientState) -> list[str]:
         if token.isidentifier():
             indent = move[: len(move) - len(token)]
             texts.update(indent + token[:k] for k in range(1, len(token)))
+            if openers:
+                texts.add(move + " x" + openers)
+        if openers:
+            texts.add(move + openers)
+    if openers:  # the line starts with no bracket open: it must open R's
+        texts = {text for text in texts if text.endswith(openers)}
     return sorted(texts, key=lambda text: (len(text), text))
+
+
+def _openers_of(analysis: FinishAnalysis) -> str:
+    """The brackets R closes when it begins in code ("" when none or not known)."""
+    for view in analysis.views:
+        if view.mode == "code":
+            return view.openers or ""
+    return ""
 
 
 @dataclass(frozen=True)
@@ -253,6 +271,11 @@ class _Moves:
         self.indent = ids.get("INDENT")
         self.dedent = ids.get("DEDENT")
         self.right = analysis.quotient.right
+        #: plain string openings that R can close: a finish may open the literal R ends
+        self.string = ids.get("STRING")
+        self.string_openings = tuple(
+            head for head in _PLAIN_OPENINGS if analysis.right_goes_on_in_string(head)
+        )
 
     def separator(self, before: str, text: str) -> str:
         """A blank where ``before`` followed by ``text`` would lex as other symbols."""
@@ -272,6 +295,9 @@ class _Moves:
         text_of, separator = self.text_of, self.separator
         seen: set[str] = set()
         for terminal in chart.expected_terminals():
+            if terminal == self.string:
+                for head in self.string_openings:
+                    yield separator(before, head) + head
             text = text_of.get(terminal)
             if text is None:
                 continue
@@ -364,6 +390,8 @@ class _Moves:
 
 
 _NAME_ONLY = frozenset({"NAME"})
+#: String openings tried where R can go on inside the literal (prefixed ones are not).
+_PLAIN_OPENINGS = ("'", '"', "'''", '"""')
 _LITERAL_KINDS = frozenset({"STRING", "BYTES", "FSTRING_START", "TSTRING_START"})
 
 

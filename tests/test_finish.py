@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from bench.corpus import stdlib_root
 from bench.quotient_check import Source, boundary_cut, randspan_cut
 from quotient_parser import Recognizer
-from quotient_parser.finish import INFINITE
+from quotient_parser.finish import INFINITE, comment_or_continuation
 from quotient_parser.quotient import Quotient, QuotientState
 from quotient_parser.witness import Witness
 from quotient_parser.yields import yield_tables
@@ -168,17 +168,29 @@ SMALL_CASES = [
 ]
 
 
-def shortest_finishes(state: QuotientState, depth: int, checked: list[int]) -> int:
+def shortest_finishes(
+    state: QuotientState,
+    depth: int,
+    checked: list[int],
+    tokens: list[str] = TOKENS,
+    natural: bool = False,
+) -> int:
     """The shortest finish among token strings of at most ``depth`` tokens, checking
-    the bound of every state on the way (INFINITE: none)."""
-    best = 0 if state.complete else INFINITE
+    the bound of every state on the way (INFINITE: none).  ``natural``: only finishes
+    that do not end in a comment or a continuation swallowing R count, and the
+    natural bound is checked."""
+    lex = state.state.lex
+    assert lex is not None
+    swallows = natural and comment_or_continuation(lex.pending)
+    best = 0 if state.complete and not swallows else INFINITE
     if depth > 0:
-        for token in TOKENS:
+        for token in tokens:
             child = state.feed(token)
             if child.viable:
-                best = min(best, len(token) + shortest_finishes(child, depth - 1, checked))
+                rest = shortest_finishes(child, depth - 1, checked, tokens, natural)
+                best = min(best, len(token) + rest)
     if best < INFINITE:
-        assert state.distance() <= best, (state, best)
+        assert state.distance(natural=natural) <= best, (state, best)
         checked.append(best)
     return best
 
@@ -196,6 +208,81 @@ def test_bound_never_above_the_brute_force_shortest(
         assert found.text is not None
         if found.exact:
             assert len(found.text) <= shortest, (found.text, shortest)
+
+
+#: Tokens for finishes that end the statement at the cursor and begin a block, or that
+#: leave a comment or a backslash continuation on the way.
+CROSSING_TOKENS = ["x", "\n", "if x:", "    ", "\\", "#", " ", ":", '"']
+#: Cuts whose R needs a block that only ``w`` can open, and cuts after a continuation.
+NATURAL_CASES = [
+    ("import codecs\nimport _mul", "e = 1\n    d = 2\n"),
+    ("import codecs\nx = codecs", "e = 1\n    d = 2\n"),
+    ("x = 1 +", "\ny = 2\n"),
+    ("x = (1 +", "\n  2)\n"),
+    ("if x:\n", "y = 1\n    z = 2\n"),
+    ("if x:\n", 'd"\n    p = 1\n'),  # R goes on inside a string w opens
+    ("x = (", 'd")\n'),
+]
+
+
+@pytest.mark.parametrize(("left", "right"), NATURAL_CASES)
+def test_natural_bound_never_above_the_brute_force_shortest(
+    left: str, right: str, target: tuple[int, int]
+) -> None:
+    q = Quotient(left, right, target)
+    checked: list[int] = []
+    shortest_finishes(q.initial, 4, checked, CROSSING_TOKENS, natural=True)
+    assert checked, "the enumeration found no finish"
+
+
+def test_the_bound_counts_a_block_that_only_the_finish_can_open(
+    target: tuple[int, int], ast_accepts: Accepts
+) -> None:
+    """R goes on mid-line and its next line is indented deeper without a ``:`` before
+    it: the finish must end the statement and open the block (``\nif x:\n    ``), and
+    the bound says so instead of counting R's first line as free."""
+    q = Quotient("import codecs\nimport _mul", "e = 1\n    d = 2\n", target)
+    found = q.initial.witness(max_nodes=4000, max_seconds=5)
+    assert found.text is not None
+    witness_ok(q, q.initial, "", found, ast_accepts)
+    assert 10 <= q.initial.distance(natural=True) <= len(found.text)
+    assert q.initial.distance() <= len(found.text)  # "\nif x:\n#" swallows R's line
+
+
+def test_a_finish_may_open_the_string_that_r_closes(
+    target: tuple[int, int], ast_accepts: Accepts
+) -> None:
+    """R begins inside a string literal and its next line is indented deeper: the
+    witness ends the statement, opens a block and the literal (``\nif x:\n    "``),
+    and the bound counts the block before the opening quote."""
+    q = Quotient("im", 'd " * 2\n    p = 1\n', target)
+    found = q.initial.witness(max_nodes=4000, max_seconds=5)
+    assert found.text is not None and found.text.endswith('"')
+    witness_ok(q, q.initial, "", found, ast_accepts)
+    assert 8 <= q.initial.distance(natural=True) <= len(found.text)
+
+
+def test_a_crossing_finish_opens_the_brackets_that_r_closes(
+    target: tuple[int, int], ast_accepts: Accepts
+) -> None:
+    """Inside a docstring whose class goes on with a header's parameters: the finish
+    closes the docstring and begins a header that opens R's bracket, found within
+    the node budget steering gives the search."""
+    q = Quotient('class A:\n    """Doc', " a, b=1):\n        pass\n", target)
+    found = q.initial.witness(max_nodes=300, max_seconds=5)
+    assert found.text is not None and found.text.endswith("(")
+    witness_ok(q, q.initial, "", found, ast_accepts)
+
+
+def test_a_backslash_costs_its_line_break_in_the_natural_bound(
+    target: tuple[int, int],
+) -> None:
+    """After a backslash the next character ends the line: a natural finish pays for it
+    and for what the next line needs (the plain bound may still end on R's break)."""
+    q = Quotient("x = 1 +", "\ny = 2\n", target)
+    state = q.initial.feed(" \\")
+    assert state.viable
+    assert state.distance(natural=True) == 1 + state.feed("\n").distance(natural=True) >= 2
 
 
 # --------------------------------------------------------------------------- stdlib cuts

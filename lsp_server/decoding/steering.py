@@ -95,8 +95,8 @@ WITNESS_HORIZON = 8
 #: A steering witness search's bound in states expanded (what makes the answer the
 #: same on any machine and under any load), and its safety cap in time (also the
 #: request's deadline).
-WITNESS_NODES = 150
-WITNESS_STEER_SECONDS = 0.5
+WITNESS_NODES = 300
+WITNESS_STEER_SECONDS = 1.5
 #: Searches that found no witness after which a generation asks for none again (the
 #: cut is one the search cannot finish; the lower bound steers alone from then on).
 WITNESS_MISSES = 2
