@@ -72,10 +72,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from lexer import LexError, LexState
-from lexer.text import indentation, line_end_offsets
+from lexer.text import first_line, indentation, line_end_offsets
 from lexer.version import NEWEST, TargetLike, TargetVersion
 
 from .earley import Chart
+from .finish import comment_or_continuation
 from .recognizer import Recognizer, RecognizerState
 from .suffix import right_context_can_end_module, warm_backward_parse
 
@@ -548,6 +549,26 @@ class QuotientState:
         return self._complete
 
     @property
+    def lands(self) -> bool:
+        """Complete, and keeps R's first line as code: the middle does not end in a
+        comment or a backslash continuation it opened while that line has text.
+
+        ``L + m + "  # " + R`` is often a valid module (R's first line becomes
+        comment text), but a completion that comments out or joins the code after
+        the cursor changes the user's program: the decoder stops only where the
+        middle *lands*.  ``complete`` stays the language's exact membership.
+        """
+        if not self.complete:
+            return False
+        lex = self.state.lex
+        if lex is None or not comment_or_continuation(lex.pending):
+            return True
+        at_cursor = self.quotient.initial.state.lex
+        if at_cursor is not None and comment_or_continuation(at_cursor.pending):
+            return True  # the cursor was already inside one: R's line was never code
+        return not first_line(self.quotient.right).strip()
+
+    @property
     def error(self) -> str | None:
         """Why the middle is not viable, when the recognizer knows."""
         return self.state.error
@@ -558,12 +579,13 @@ class QuotientState:
         Never above the least ``len(w)`` with ``self.feed(w).complete``; a
         very large number (``finish.INFINITE``) when no finish exists.
         ``natural``: the bound for finishes that do not open a comment or a
-        backslash continuation that R's text completes (never lower).
+        backslash continuation that R's text completes (never lower; 0 only where
+        the middle ``lands``).
         See ``finish.py`` for what it counts.
         """
         if not self.viable:
             return self.quotient.finish.unreachable
-        if self.complete:
+        if self.lands if natural else self.complete:
             return 0
         finish = self.quotient.finish
         bound = finish.natural_bound(self.state) if natural else finish.lower_bound(self.state)

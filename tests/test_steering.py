@@ -143,6 +143,30 @@ def test_no_comment_that_no_line_break_can_follow(
     assert r.complete and ast_accepts(left + r.middle + right), r.middle
 
 
+def test_a_middle_never_comments_out_the_code_after_the_cursor(
+    comment_model: FimModel, target: tuple[int, int], ast_accepts: Accepts
+) -> None:
+    """``x = f(1) # + 2`` is a valid module, but it turns the code after the cursor into
+    a comment: the middle does not *land* there, so the decoder does not stop there."""
+    left, right = "x = f(1)", " + 2\ny = 3\n"
+    quotient = Quotient(left, right, target)
+    swallowing = quotient.initial.feed(" # note")
+    assert swallowing.complete and not swallowing.lands
+    assert swallowing.distance(natural=True) > 0 and swallowing.distance() == 0
+    assert quotient.initial.lands
+    blank_line = Quotient("x = f(1)", "\ny = 3\n", target).initial  # R's first line: none
+    assert blank_line.feed(" # note").lands
+    already = Quotient("x = 1  # a", " comment\ny = 3\n", target).initial  # cursor in one
+    assert already.lands and already.feed(" more").lands
+    for steer in (True, False):
+        comment_model.cache.reset()
+        opts = DecodeOptions(max_tokens=12, steer=steer)
+        r = generate(comment_model, left, right, opts, target=target)
+        assert "#" not in r.middle.rsplit("\n", 1)[-1], (steer, r.middle)
+        if r.complete:
+            assert ast_accepts(left + r.middle + right), r.middle
+
+
 # ---------------------------------------------------------------- witness endings
 
 

@@ -3,7 +3,8 @@
 Each step asks the backend's generation for its ranking, orders the candidates
 (:mod:`.ranking`), notes whether stopping here would be the best stopping point yet
 (:mod:`.stopping`), and takes the first candidate whose text (:mod:`.text`) keeps the
-middle viable, or an end token where the middle is complete.  Once the tokens left come
+middle viable, or an end token where the middle lands (is complete without turning
+the code after the cursor into a comment: ``QuotientState.lands``).  Once the tokens left come
 near the distance to a finish, steering (:mod:`.steering`) chooses instead; when no
 candidate in the top k fits, the loop looks further down the ranking.  The backend then
 advances by the chosen token.  Nothing here depends on how the backend computes its
@@ -258,7 +259,7 @@ class Decoder:
         if self.state is None or self.held:
             return False
         at_line_end = self.middle.endswith(("\n", "\r")) or self.right_starts_line
-        return at_line_end and self.state.complete
+        return at_line_end and self.state.lands
 
     def replay(self, tokens: Sequence[int], logprobs: Sequence[float]) -> bool:
         """Take ``tokens`` (the start of an earlier generation of the same request, with
@@ -308,7 +309,7 @@ class Decoder:
         """
         if self.points.best is None and not self.held and self.state is not None:
             t0 = time.perf_counter_ns()
-            _ = self.state.complete
+            _ = self.state.lands
             self._parser_ns += time.perf_counter_ns() - t0
 
     def _candidates(self, ranking: TokenRanking) -> IdArray:
@@ -354,7 +355,7 @@ class Decoder:
         score = (self.logprob + ranking.end_logprob()) / (self.tokens + 1)
         if self.points.could_improve(score):
             t0 = time.perf_counter_ns()
-            done = self.state.complete
+            done = self.state.lands
             self._parser_ns += time.perf_counter_ns() - t0
             if done:
                 self.points.found(score, self.middle, self.tokens)
@@ -378,7 +379,7 @@ class Decoder:
                 # the file ends: right after the left context, that is no suggestion.
                 if not self.held and (self.middle or not self.stop_when_connected):
                     t0 = time.perf_counter_ns()
-                    done = state.complete
+                    done = state.lands
                     self._parser_ns += time.perf_counter_ns() - t0
                     if done:
                         return tok, True

@@ -255,7 +255,7 @@ class Steering:
             if follows:
                 self._witness = (new_state, witness[len(text) :])
                 return self._take(tok, text, new_state, ranking, order, first_viable)
-            if writes_it and new_state.complete:
+            if writes_it and new_state.lands:
                 return self._take(tok, text, new_state, ranking, order, first_viable)
         return None
 
@@ -283,7 +283,7 @@ class Steering:
                 continue
             if first_viable is None:
                 first_viable = tok
-            if new_state.complete:
+            if new_state.lands:
                 return self._take(tok, text, new_state, ranking, order, first_viable)
             viable += 1
             if viable >= CLOSE_CANDIDATES:
@@ -352,7 +352,7 @@ class Steering:
         if tok != first_viable:
             self.steered += 1
         self.decoder.take(tok, text, b"", "", new_state, ranking, order)
-        if new_state.complete:
+        if new_state.lands:
             self.finished = True
         return tok, False
 
@@ -370,11 +370,12 @@ def _opens_comment(before: QuotientState, after: QuotientState) -> bool:
 def dead_line_end(before: QuotientState, after: QuotientState) -> bool:
     """Whether the step from ``before`` to ``after`` opened a comment or a backslash
     continuation that nothing can follow: only a line break may come next, and the
-    middle cannot take one (``from x #...``), nor is it complete with R's first line
-    swallowed.  The quotient's viability, a left-prefix test, does not see this."""
+    middle cannot take one (``from x #...``), nor does it land there (complete with
+    R's first line blank: ``QuotientState.lands``).  The quotient's viability, a
+    left-prefix test, does not see this."""
     if not _opens_comment(before, after):
         return False
-    return not after.feed("\n").viable and not after.complete
+    return not after.feed("\n").viable and not after.lands
 
 
 def witness_ending(

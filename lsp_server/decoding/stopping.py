@@ -85,7 +85,7 @@ class StoppingPoints:
         itself; ``tokens`` are those of ``middle``."""
         if self.best is not None:
             return self.best[1], True, self.best[2]
-        if not held and state.complete:
+        if not held and state.lands:
             return middle, True, tokens
         # No token boundary was a valid end: look inside the tokens, longest first,
         # each cut once, from the state at the start of the token it falls in.
@@ -99,7 +99,7 @@ class StoppingPoints:
                 if budget < 0 or stop.past_deadline():
                     return middle, False, tokens
                 candidate = middle[:cut]
-                if at.feed(candidate[len(before) :]).complete:
+                if at.feed(candidate[len(before) :]).lands:
                     return candidate, True, self.offset + index + (cut > len(before))
             end = min(end, len(before) - 1)
         return middle, False, tokens
