@@ -22,6 +22,10 @@ the cuts whose constrained middle failed in an earlier ``--json --details`` repo
 
 A middle *succeeds* when the oracle (``ast.parse`` in ``--oracle``, by default this
 interpreter, through ``bench.grammar_coverage``'s worker) accepts ``L + middle + R``.
+``success_commenting_out_right`` counts the successes that get there by opening a
+comment that turns R's first line of code into comment text (judged by CPython's
+``tokenize``, independently of the quotient): valid, but no completion a user wants,
+and what constrained decoding refuses (``QuotientState.lands``).
 The summary follows Table I of the seed paper: rows Unconstrained ✓, Unconstrained ✗
 and, among the latter, Checked ✗; columns Constrained ✓ / ✗.  A mode *claims* success
 when its completion says ``complete``; ``claimed_success_but_invalid`` counts claims the
@@ -57,11 +61,13 @@ per budget; the plot of ``bench.report``).
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import multiprocessing
 import shutil
 import sys
 import time
+import tokenize
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -116,6 +122,7 @@ class Run:
     mean_logprob: float | None = None
     success: bool = False
     verdict: str = ""  # the oracle's words when it rejects (or gave no answer)
+    comments_out_right: bool = False  # a success only by commenting out R's first line
 
     @classmethod
     def of(cls, c: Completion) -> Run:
@@ -224,6 +231,7 @@ class CaseRunner:
         for r, verdict in zip(runs, verdicts):
             r.success = verdict.ok is True
             r.verdict = "" if r.success else verdict.describe()
+            r.comments_out_right = r.success and comments_out_right(left, r.middle, right)
         return result
 
     def _inside(self, result: CaseResult, left: str, right: str) -> None:
@@ -296,6 +304,7 @@ class Report:
             "failure": sum(not x.success for x in runs),
             "claimed_success": sum(x.complete is True for x in runs),
             "claimed_success_but_invalid": sum(x.claimed_but_invalid for x in runs),
+            "success_commenting_out_right": sum(x.comments_out_right for x in runs),
             "exact_match": exact,
             "tokens": tokens,
             "tokens_per_s": round(tokens / (gen_ms / 1e3), 1) if gen_ms > 0 else None,
@@ -538,7 +547,8 @@ class Report:
             assert isinstance(m, dict)
             lines.append(
                 f"  {mode:<14}{m['success']:>4}/{d['cases']} parse, {m['exact_match']} exact, "
-                f"{m['claimed_success_but_invalid']} claimed but invalid; "
+                f"{m['claimed_success_but_invalid']} claimed but invalid, "
+                f"{m['success_commenting_out_right']} commenting out R; "
                 f"{m['tokens']} tokens at {m['tokens_per_s']} tok/s; stops {m['stop_reasons']}"
             )
         c = d["constrained"]
@@ -641,6 +651,29 @@ def _mean_logprob(runs: Sequence[Run]) -> float | None:
     return round(sum(scores) / len(scores), 4) if scores else None
 
 
+def comments_out_right(left: str, middle: str, right: str) -> bool:
+    """Whether a comment the middle opened runs on into R's first line, which has text:
+    the code after the cursor becomes comment text (by CPython's ``tokenize``)."""
+    if not right.split("\n", 1)[0].strip():
+        return False
+    whole = left + middle + right
+    start, end = len(left), len(left) + len(middle)
+    line_starts = [0] + [i + 1 for i, ch in enumerate(whole) if ch == "\n"]
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(whole).readline):
+            if tok.type != tokenize.COMMENT:
+                continue
+            opened = line_starts[tok.start[0] - 1] + tok.start[1]
+            closed = line_starts[tok.end[0] - 1] + tok.end[1]
+            if opened >= end:
+                return False
+            if start <= opened and closed > end:
+                return True
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return False
+
+
 def _case_dict(r: CaseResult) -> dict[str, object]:
     return {
         "file": r.cut.file,
@@ -654,6 +687,7 @@ def _case_dict(r: CaseResult) -> dict[str, object]:
             mode: {
                 "middle": run.middle,
                 "success": run.success,
+                "comments_out_right": run.comments_out_right,
                 "complete": run.complete,
                 "stop_reason": run.stop_reason,
                 "tokens": run.tokens,

@@ -37,6 +37,7 @@ def _check(result: dict[str, object]) -> None:
         assert isinstance(m, dict)
         assert m["success"] + m["failure"] == cases
     assert result["constrained"]["claimed_success_but_invalid"] == 0  # type: ignore[index]
+    assert result["constrained"]["success_commenting_out_right"] == 0  # type: ignore[index]
     table = result["table"]
     assert isinstance(table, dict)
     assert table["total"]["total"] == cases
@@ -91,3 +92,13 @@ def test_budget_sweep_and_steering_columns(tiny_model_path: Path, tmp_path: Path
     assert "constrained_unsteered" in text and "4 tokens" in text
     quality = "\n".join(report._quality_section(result))
     assert "model-written share" in quality and "stayInside on against off on 4 cuts" in quality
+
+
+def test_comments_out_right_judges_by_tokenize() -> None:
+    """Only a comment the middle opens that runs on into R's first line of text counts."""
+    swallowing = fim_quality.comments_out_right
+    assert swallowing("x = f(1)", " # note", " + 2\ny = 3\n")
+    assert not swallowing("x = f(1)", " # note", "\ny = 3\n")  # R's first line is blank
+    assert not swallowing("x = f(1)", " # note\n", "y = 3\n")  # the comment ends first
+    assert not swallowing("x = 1  # a", " b", " c\ny = 3\n")  # the cursor was inside one
+    assert not swallowing('x = "#', '"', " + y\n")  # a '#' inside a string
