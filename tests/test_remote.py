@@ -184,14 +184,19 @@ def test_greedy_middles_are_the_in_process_ones(
     # request of its own, which the stream count below does not hold
     options = DecodeOptions(mode=mode, max_tokens=16, token_healing=False, further_down=0)
     before = remote_stopping.counters.snapshot()
+    at_limit = 0
     for left, right in cuts:
         expected = generate(local_stopping, left, right, options, target=target)
         got = generate(remote_stopping, left, right, options, target=target)
         assert _outcome(got) == _outcome(expected), (left[-30:], right[:30])
+        at_limit += got.stop_reason == "max_tokens"
     spent = {k: v - before[k] for k, v in remote_stopping.counters.snapshot().items()}
     assert spent["generations"] == len(cuts)
     assert spent["requests"] == spent["streams"] + spent["probes"]
-    assert spent["streams"] == len(cuts) + spent["rejected"] + spent["refills"]
+    # a stream per generation, and a new one after each token turned down, except after
+    # the last token of a generation that ran to the token limit (nothing more is read)
+    most = len(cuts) + spent["rejected"] + spent["refills"]
+    assert most - at_limit <= spent["streams"] <= most
 
 
 def test_random_weights_give_the_same_tokens_and_outcomes(
