@@ -69,7 +69,10 @@ def _safe_cut(data: bytes, cut: int, lo: int) -> int:
         escape = data.rfind(b"\\u", max(lo, cut - 5), cut)
         if escape < 0:
             return cut
-        cut = escape  # a \uXXXX may span the cut (or it is the tail of a \\: same cut)
+        before = data[lo:escape]
+        if (len(before) - len(before.rstrip(b"\\"))) % 2:
+            return cut  # the tail of an escaped backslash and a plain 'u': no escape here
+        cut = escape  # a \uXXXX may span the cut
     return lo
 
 

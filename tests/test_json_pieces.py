@@ -100,3 +100,14 @@ def test_a_surrogate_pair_cut_between_its_escapes_is_one_character() -> None:
 def test_a_placeholder_lookalike_stays_as_sent() -> None:
     value = {"\u0000": "x" * 40, "k": ["\u0000" + "0" * 16 + ":0", "y" * 40]}
     assert loads_in_pieces(json.dumps(value).encode()) == value
+
+
+def test_an_escaped_backslash_before_u_is_no_escape_to_cut_before() -> None:
+    """``\\\\u`` is an escaped backslash and a plain ``u``: a cut after it is safe.  Taken
+    for a ``\\uXXXX``, it sent the cut back to the piece's start and the rest of the
+    string was decoded whole (one long call holding the GIL)."""
+    value = "\\uaaa\x00aaa" * 3
+    kept = loads_in_pieces(json.dumps(value).encode(), pieces=True)
+    assert isinstance(kept, LongString) and len(kept.parts) > 1
+    assert all(len(part) <= json_pieces.PIECE for part in kept.parts)
+    assert kept.join() == value
