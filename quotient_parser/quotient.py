@@ -72,7 +72,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from lexer import LexError, LexState
-from lexer.text import first_line, indentation, line_end_offsets
+from lexer.text import INDENT_CHARS, first_line, indentation, last_line_start, line_end_offsets
 from lexer.version import NEWEST, TargetLike, TargetVersion
 
 from .earley import Chart
@@ -556,16 +556,22 @@ class QuotientState:
         ``L + m + "  # " + R`` is often a valid module (R's first line becomes
         comment text), but a completion that comments out or joins the code after
         the cursor changes the user's program: the decoder stops only where the
-        middle *lands*.  ``complete`` stays the language's exact membership.
+        middle *lands*.  ``complete`` stays the language's exact membership.  A
+        comment the left context opened on the cursor's line and the middle only
+        extends is the user's own: R's first line was comment text already.
         """
         if not self.complete:
             return False
         lex = self.state.lex
-        if lex is None or not comment_or_continuation(lex.pending):
+        if lex is None:
             return True
-        at_cursor = self.quotient.initial.state.lex
-        if at_cursor is not None and comment_or_continuation(at_cursor.pending):
-            return True  # the cursor was already inside one: R's line was never code
+        line_start = last_line_start(lex.pending)
+        line = lex.pending[line_start:]
+        if not comment_or_continuation(line):
+            return True
+        opened_at = lex.pending_offset + line_start + len(line) - len(line.lstrip(INDENT_CHARS))
+        if opened_at < len(self.quotient.left):
+            return True  # the left context's own comment (or continuation), extended
         return not first_line(self.quotient.right).strip()
 
     @property

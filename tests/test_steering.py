@@ -158,6 +158,7 @@ def test_a_middle_never_comments_out_the_code_after_the_cursor(
     assert blank_line.feed(" # note").lands
     already = Quotient("x = 1  # a", " comment\ny = 3\n", target).initial  # cursor in one
     assert already.lands and already.feed(" more").lands
+    assert not already.feed("\n# another").lands  # a comment of its own on a new line
     for steer in (True, False):
         comment_model.cache.reset()
         opts = DecodeOptions(max_tokens=12, steer=steer)
