@@ -565,6 +565,8 @@ class QuotientState:
         lex = self.state.lex
         if lex is None:
             return True
+        if not comment_or_continuation(lex.pending):
+            return True  # code, or a string literal (which may hold lines and '#')
         line_start = last_line_start(lex.pending)
         line = lex.pending[line_start:]
         if not comment_or_continuation(line):
