@@ -657,17 +657,18 @@ def comments_out_right(left: str, middle: str, right: str) -> bool:
     if not right.split("\n", 1)[0].strip():
         return False
     whole = left + middle + right
-    start, end = len(left), len(left) + len(middle)
-    line_starts = [0] + [i + 1 for i, ch in enumerate(whole) if ch == "\n"]
+
+    def row_col(offset: int) -> tuple[int, int]:  # as tokenize counts (lines end at \n)
+        return whole.count("\n", 0, offset) + 1, offset - whole.rfind("\n", 0, offset) - 1
+
+    start, end = row_col(len(left)), row_col(len(left) + len(middle))
     try:
         for tok in tokenize.generate_tokens(io.StringIO(whole).readline):
             if tok.type != tokenize.COMMENT:
                 continue
-            opened = line_starts[tok.start[0] - 1] + tok.start[1]
-            closed = line_starts[tok.end[0] - 1] + tok.end[1]
-            if opened >= end:
+            if tok.start >= end:
                 return False
-            if start <= opened and closed > end:
+            if start <= tok.start and tok.end > end:
                 return True
     except (tokenize.TokenError, SyntaxError):
         return False
