@@ -390,6 +390,12 @@ class Quotient:
         return self.initial.state.viable
 
     @functools.cached_property
+    def right_line_has_text(self) -> bool:
+        """R's first line has text, which a comment or continuation the middle opens
+        would swallow or join (see ``QuotientState.lands``)."""
+        return bool(first_line(self.right).strip())
+
+    @functools.cached_property
     def enclosure(self) -> Enclosure:
         """What a middle must keep open under ``stay_inside`` (``inside.py``)."""
         from .inside import enclosure_at
@@ -574,7 +580,7 @@ class QuotientState:
         opened_at = lex.pending_offset + line_start + len(line) - len(line.lstrip(INDENT_CHARS))
         if opened_at < len(self.quotient.left):
             return True  # the left context's own comment (or continuation), extended
-        return not first_line(self.quotient.right).strip()
+        return not self.quotient.right_line_has_text
 
     @property
     def error(self) -> str | None:

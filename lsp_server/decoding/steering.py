@@ -49,7 +49,6 @@ import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from lexer.text import first_line
 from lsp_server.model.backend import Backend, Generation, IdArray, TokenRanking
 from lsp_server.model.errors import Interrupted, ModelError
 from lsp_server.status import StopReason
@@ -135,10 +134,10 @@ class Steering:
     def __init__(self, decoder: Decoder) -> None:
         self.decoder = decoder
         self.chars_per_token = finish_chars_per_token(decoder.backend)
-        #: R's first line has text that a comment or continuation the middle opens
-        #: would swallow or join: no finish that way is worth aiming at
-        right = "" if decoder.state is None else decoder.state.quotient.right
-        self.right_line_has_text = bool(first_line(right).strip())
+        #: no finish through a comment or continuation the middle opens is worth
+        #: aiming at (``Quotient.right_line_has_text``)
+        state = decoder.state
+        self.right_line_has_text = state is not None and state.quotient.right_line_has_text
         #: tokens taken that were not the model's first viable choice
         self.steered = 0
         #: the middle became complete while steering: stop there
