@@ -231,7 +231,9 @@ class CaseRunner:
         for r, verdict in zip(runs, verdicts):
             r.success = verdict.ok is True
             r.verdict = "" if r.success else verdict.describe()
-            r.comments_out_right = r.success and comments_out_right(left, r.middle, right)
+            r.comments_out_right = r.success and comments_out_right(
+                left, r.middle, right, cut.middle
+            )
         return result
 
     def _inside(self, result: CaseResult, left: str, right: str) -> None:
@@ -651,9 +653,20 @@ def _mean_logprob(runs: Sequence[Run]) -> float | None:
     return round(sum(scores) / len(scores), 4) if scores else None
 
 
-def comments_out_right(left: str, middle: str, right: str) -> bool:
+def comments_out_right(left: str, middle: str, right: str, true_middle: str | None = None) -> bool:
     """Whether a comment the middle opened runs on into R's first line, which has text:
-    the code after the cursor becomes comment text (by CPython's ``tokenize``)."""
+    the code after the cursor becomes comment text (by CPython's ``tokenize``).
+
+    Not where the cut's ``true_middle`` does the same: R's first line was comment text
+    in the original file (the cut split a comment), and a middle must open one.
+    """
+    if _comment_runs_into_right(left, middle, right):
+        return true_middle is None or not _comment_runs_into_right(left, true_middle, right)
+    return False
+
+
+def _comment_runs_into_right(left: str, middle: str, right: str) -> bool:
+    """``comments_out_right``'s test of one middle."""
     if not right.split("\n", 1)[0].strip():
         return False
     whole = left + middle + right

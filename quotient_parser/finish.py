@@ -492,8 +492,13 @@ class FinishAnalysis:
         for view in self.views:
             if natural and view.mode == "continuation":
                 continue
-            if natural and view.mode == "comment" and not in_comment:
-                continue
+            if (
+                natural
+                and view.mode == "comment"
+                and not in_comment
+                and self.quotient.right_line_can_be_code
+            ):
+                continue  # w's comment would swallow code (a comment tail is the user's)
             if in_comment:
                 entry = 0 if view.mode == "comment" else 1 + view.entry
             else:

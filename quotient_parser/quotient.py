@@ -72,13 +72,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from lexer import LexError, LexState
-from lexer.text import INDENT_CHARS, first_line, indentation, last_line_start, line_end_offsets
+from lexer.text import INDENT_CHARS, indentation, last_line_start, line_end_offsets
 from lexer.version import NEWEST, TargetLike, TargetVersion
 
 from .earley import Chart
 from .finish import comment_or_continuation
 from .recognizer import Recognizer, RecognizerState
-from .suffix import right_context_can_end_module, warm_backward_parse
+from .suffix import right_context_can_end_module, right_line_can_be_code, warm_backward_parse
 
 if TYPE_CHECKING:
     from .finish import FinishAnalysis
@@ -192,7 +192,16 @@ class _LeftIndex:
 class _RightContext:
     """Everything learnt about one right context: interned charts and results."""
 
-    __slots__ = ("_can_end", "line_ends", "memo", "probed", "recognizer", "table", "text")
+    __slots__ = (
+        "_can_end",
+        "_line_can_be_code",
+        "line_ends",
+        "memo",
+        "probed",
+        "recognizer",
+        "table",
+        "text",
+    )
 
     def __init__(self, recognizer: Recognizer, text: str):
         self.recognizer = recognizer
@@ -202,6 +211,7 @@ class _RightContext:
         self.memo: dict[tuple[int, object, Chart], bool] = {}
         self.probed: set[int] = set()
         self._can_end: bool | None = None
+        self._line_can_be_code: bool | None = None
 
     @property
     def can_end_module(self) -> bool:
@@ -209,6 +219,13 @@ class _RightContext:
         if self._can_end is None:
             self._can_end = right_context_can_end_module(self.text, self.recognizer.version)
         return self._can_end
+
+    @property
+    def first_line_can_be_code(self) -> bool:
+        """``suffix.right_line_can_be_code``, asked once per right context."""
+        if self._line_can_be_code is None:
+            self._line_can_be_code = right_line_can_be_code(self.text, self.recognizer.version)
+        return self._line_can_be_code
 
     def accepts_after(self, lex: LexState, chart: Chart) -> bool:
         """Whether the text parsed into (lex, chart), followed by R, is a valid module."""
@@ -389,11 +406,19 @@ class Quotient:
         empty, this tells whether the left context or the right one is to blame."""
         return self.initial.state.viable
 
-    @functools.cached_property
-    def right_line_has_text(self) -> bool:
-        """R's first line has text, which a comment or continuation the middle opens
-        would swallow or join (see ``QuotientState.lands``)."""
-        return bool(first_line(self.right).strip())
+    @property
+    def right_line_can_be_code(self) -> bool:
+        """R's first line may be code, which a comment or continuation the middle opens
+        would swallow or join (``QuotientState.lands``, steering's comment filter and
+        the natural distance all ask this).
+
+        False where that line is blank, and where R cannot begin at a symbol boundary
+        of any valid module (R's backward parse, ``suffix.py``): then the line is the
+        rest of a comment (``and flush it to the file.``) and a finish *must* open
+        one, as the user's own text did.  Decided once per right context, on first
+        use: the backward parse mostly meets the steps of the document's warm one.
+        """
+        return self._right.first_line_can_be_code
 
     @functools.cached_property
     def enclosure(self) -> Enclosure:
@@ -557,14 +582,16 @@ class QuotientState:
     @property
     def lands(self) -> bool:
         """Complete, and keeps R's first line as code: the middle does not end in a
-        comment or a backslash continuation it opened while that line has text.
+        comment or a backslash continuation it opened while that line may be code
+        (``Quotient.right_line_can_be_code``).
 
         ``L + m + "  # " + R`` is often a valid module (R's first line becomes
         comment text), but a completion that comments out or joins the code after
         the cursor changes the user's program: the decoder stops only where the
         middle *lands*.  ``complete`` stays the language's exact membership.  A
         comment the left context opened on the cursor's line and the middle only
-        extends is the user's own: R's first line was comment text already.
+        extends is the user's own: R's first line was comment text already; so is a
+        line that cannot be code (the rest of a comment the cut split).
         """
         if not self.complete:
             return False
@@ -580,7 +607,7 @@ class QuotientState:
         opened_at = lex.pending_offset + line_start + len(line) - len(line.lstrip(INDENT_CHARS))
         if opened_at < len(self.quotient.left):
             return True  # the left context's own comment (or continuation), extended
-        return not self.quotient.right_line_has_text
+        return not self.quotient.right_line_can_be_code
 
     @property
     def error(self) -> str | None:

@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import collections
 import functools
+import itertools
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from lexer import LexError, LexErrorCode, LexState
-from lexer._tables import MAX_INDENT, MAX_PAREN_LEVEL
-from lexer.text import indentation
+from lexer._tables import MAX_INDENT, MAX_PAREN_LEVEL, OPERATORS, keywords
+from lexer.text import first_line, indentation
 
 from .earley import Automaton, Chart
 from .grammar_tools import Grammar, load_grammar
@@ -44,6 +46,7 @@ __all__ = [
     "StartMode",
     "lex_in_mode",
     "right_context_can_end_module",
+    "right_line_can_be_code",
     "start_modes_that_end",
     "string_heads",
     "warm_backward_parse",
@@ -266,19 +269,82 @@ def warm_backward_parse(
     return True
 
 
-def right_context_can_end_module(text: str, version: tuple[int, int]) -> bool:
-    """Whether some ``u`` makes ``u + text`` a valid module for ``version``.
+def right_context_can_end_module(
+    text: str, version: tuple[int, int], heads: Iterable[str] | None = None
+) -> bool:
+    """Whether some ``u`` makes ``u + text`` a valid module for ``version``;
+    ``heads``: only through start modes with one of these heads (default all).
 
     Never answers False for a right context that can be completed within the
-    modes described in the module docstring.
+    modes described in the module docstring.  Stops at the first mode that works.
     """
     if not text:
         return True
     keep = _remember_parse()
+    wanted = None if heads is None else set(heads)
     return any(
         _mode_can_end(text, version, head, at_line_start, keep) is not None
         for head, at_line_start in _start_modes(text, version)
+        if wanted is None or head in wanted
     )
+
+
+def right_line_can_be_code(text: str, version: tuple[int, int]) -> bool:
+    """Whether R's first line may be code: it has text, and some valid module has R
+    begin at a symbol boundary or with the rest of a symbol that the text before R
+    began (``ret`` + ``urn x``, ``=`` + ``= y``, ``x`` + ``s in a``).
+
+    Also where R may begin inside a string literal: the line may close it and go on
+    with code (``d " * 2``).  False where the line can only be the rest of a comment
+    (``and flush it to the file.``): a finish must open one, as the user's own text
+    did.  Costs a backward parse of R per way its first symbol may begin, each mostly
+    met in the step memo; a line that cannot be code pays for every way.
+    """
+    line = first_line(text)
+    if not line.strip():
+        return False
+    if not _adjacent_names(line, version) and any(
+        right_context_can_end_module(head + text, version, heads=("",))
+        for head in _symbol_beginnings(text, version)
+    ):
+        return True
+    return right_context_can_end_module(text, version, heads=_string_heads(version))
+
+
+def _adjacent_names(line: str, version: tuple[int, int]) -> bool:
+    """Whether ``line`` lexes, as code, with two plain names in a row after its first
+    symbol (``flush it``): no valid module holds that, whatever ``u`` joins to the
+    line's first symbol, so the backward parses need not be made.  Only a soft
+    keyword (``match x``) may precede a name."""
+    try:
+        _, symbols = LexState.initial(target=version).feed(line.lstrip(" \t\f") + "\n")
+    except LexError:
+        return False
+    soft = _reversed_grammar(version).soft_keywords
+    return any(
+        kind == "NAME" and after == "NAME" and text not in soft
+        for (kind, text, _), (after, _, _) in itertools.pairwise(symbols[1:])
+    )
+
+
+def _symbol_beginnings(text: str, version: tuple[int, int]) -> Iterator[str]:
+    """Texts that may end ``u`` and join R's first characters into one symbol: none
+    (a symbol boundary), a name's or keyword's start, an operator's first part."""
+    yield ""
+    word = _WORD.match(text)
+    if word is not None and ("x" + word.group()).isidentifier():
+        tail = word.group()
+        yield "x"
+        for keyword in sorted(keywords(version[0] * 100 + version[1])):
+            if len(keyword) > len(tail) and keyword.endswith(tail):
+                yield keyword[: -len(tail)]
+    for op in sorted(OPERATORS):
+        for cut in range(1, len(op)):
+            if text.startswith(op[cut:]):
+                yield op[:cut]
+
+
+_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lexer import LexState
-from lexer.text import INDENT_CHARS
+from lexer.text import INDENT_CHARS, first_line
 
 from .earley import Chart
 from .finish import comment_or_continuation, open_string_head
@@ -271,6 +271,11 @@ class _Moves:
         self.indent = ids.get("INDENT")
         self.dedent = ids.get("DEDENT")
         self.right = analysis.quotient.right
+        #: R's first line has text that cannot be code: a finish may open the comment
+        #: it ends (``Quotient.right_line_can_be_code``)
+        self.comment_tail = bool(first_line(self.right).strip()) and (
+            not analysis.quotient.right_line_can_be_code
+        )
         #: plain string openings that R can close: a finish may open the literal R ends
         self.string = ids.get("STRING")
         self.string_openings = tuple(
@@ -316,12 +321,15 @@ class _Moves:
             return ["\n"]  # only a line break helps
         kinds = lex.pending_kinds() if pending else None
         if kinds is not None:
-            return self.growing(lex, chart, kinds)
-        if lex.at_line_start and not lex.brackets:
-            return list(self.line_start(lex, chart))
-        found = list(self.from_chart(chart, lex.last_char))
-        if self.right[:1] and self.separator(lex.last_char, self.right[0]):
-            found.append(" ")  # keep the last symbol apart from R's first
+            found = self.growing(lex, chart, kinds)
+        elif lex.at_line_start and not lex.brackets:
+            found = list(self.line_start(lex, chart))
+        else:
+            found = list(self.from_chart(chart, lex.last_char))
+            if self.right[:1] and self.separator(lex.last_char, self.right[0]):
+                found.append(" ")  # keep the last symbol apart from R's first
+        if self.comment_tail and open_string_head(pending) is None:
+            found.append("#")  # R's first line is the rest of a comment: open it
         return found
 
     def growing(self, lex: LexState, chart: Chart, kinds: frozenset[str]) -> list[str]:

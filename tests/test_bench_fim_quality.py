@@ -102,3 +102,8 @@ def test_comments_out_right_judges_by_tokenize() -> None:
     assert not swallowing("x = f(1)", " # note\n", "y = 3\n")  # the comment ends first
     assert not swallowing("x = 1  # a", " b", " c\ny = 3\n")  # the cursor was inside one
     assert not swallowing('x = "#', '"', " + y\n")  # a '#' inside a string
+    # The cut split a comment: R's first line was comment text in the file too.
+    left, right = "if x:\n    y = 1", " and flush it\n    z = 2\n"
+    assert swallowing(left, "  # Terminate", right)
+    assert not swallowing(left, "  # Terminate", right, "  # Write")
+    assert swallowing("x = f(1)", " # note", " + 2\ny = 3\n", "")  # the file had code there

@@ -168,6 +168,46 @@ def test_a_middle_never_comments_out_the_code_after_the_cursor(
             assert ast_accepts(left + r.middle + right), r.middle
 
 
+def test_a_comment_the_cut_split_is_finished_by_a_comment(
+    target: tuple[int, int], ast_accepts: Accepts
+) -> None:
+    """pickle.py's ``# Terminate the current frame | and flush it to the file.``: R's
+    first line is the rest of a comment, no middle lands without opening one, and the
+    true middle, which ends in that comment, lands; where R's first line may be code
+    (also as the rest of a symbol: ``ret`` + ``urn x``) a comment there still does not."""
+    left = "class P:\n    def f(self):\n        if self"
+    right = "and flush it to the file.\n            self.commit_frame(force=True)\n"
+    quotient = Quotient(left, right, target)
+    assert not quotient.right_line_can_be_code
+    true_middle = ".current_frame:\n            # Terminate the current frame "
+    landed = quotient.initial.feed(true_middle)
+    assert ast_accepts(left + true_middle + right)
+    assert landed.lands and landed.distance(natural=True) == 0
+    opened = quotient.initial.feed(".current_frame:\n            ")
+    assert opened.distance(natural=True) == 1  # the '#' itself
+    found = opened.witness()
+    assert found.text == "#" and opened.feed(found.text).lands
+    for left, right in [
+        ("x = f(1)", " + 2\ny = 3\n"),  # code
+        ("def f():\n    x = 1\n    ", "urn x\n"),  # the rest of 'return'
+        ("x = 1\nif x:\n    x ", "= y\n"),  # the rest of '=='
+    ]:
+        quotient = Quotient(left, right, target)
+        assert quotient.right_line_can_be_code, right
+        middle = "return 1  # " if right.startswith("urn") else "  # "
+        swallowing = quotient.initial.feed(middle)
+        assert swallowing.complete and not swallowing.lands, right
+        assert swallowing.distance(natural=True) > 0
+    assert not Quotient("x = 1", "\ny = 2\n", target).right_line_can_be_code  # blank
+    # The rest of a string literal may close it and go on with code: "d " * 2".
+    assert Quotient("im", 'd " * 2\n    p = 1\n', target).right_line_can_be_code
+    # A soft keyword may precede a name; two plain names in a row are never code.
+    assert Quotient(
+        "x = 1\n", "match x:\n    case _:\n        pass\n", target
+    ).right_line_can_be_code
+    assert not Quotient("# a\n# b", " c d\nx = 1\n", target).right_line_can_be_code
+
+
 # ---------------------------------------------------------------- witness endings
 
 

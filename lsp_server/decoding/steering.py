@@ -134,10 +134,6 @@ class Steering:
     def __init__(self, decoder: Decoder) -> None:
         self.decoder = decoder
         self.chars_per_token = finish_chars_per_token(decoder.backend)
-        #: no finish through a comment or continuation the middle opens is worth
-        #: aiming at (``Quotient.right_line_has_text``)
-        state = decoder.state
-        self.right_line_has_text = state is not None and state.quotient.right_line_has_text
         #: tokens taken that were not the model's first viable choice
         self.steered = 0
         #: the middle became complete while steering: stop there
@@ -325,7 +321,9 @@ class Steering:
                 continue
             if first_viable is None:
                 first_viable = tok
-            if self.right_line_has_text and _opens_comment(state, new_state):
+            # no finish through a comment or continuation the middle opens is worth
+            # aiming at where R's first line may be code (asked once per right context)
+            if _opens_comment(state, new_state) and state.quotient.right_line_can_be_code:
                 continue
             new_distance = new_state.distance(natural=True)
             if self.need(new_distance) > after:
