@@ -635,7 +635,8 @@ class QuotientState:
     def witness(
         self, *, within: int | None = None, max_nodes: int = 2000, max_seconds: float = 0.5
     ) -> Witness:
-        """A shortest (or near-shortest) text ``w`` with ``self.feed(w).complete``.
+        """A shortest (or near-shortest) text ``w`` with ``self.feed(w).lands`` (complete,
+        and not by commenting out R's first line of code).
 
         ``within``: look only for finishes of at most that many characters.
         See ``finish.Witness`` for what the result proves, and

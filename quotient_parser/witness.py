@@ -79,7 +79,7 @@ def search(
     cutoff = INFINITE if within is None else within + 1
     if not start.viable:
         return Witness(None, INFINITE, True, 0)
-    if start.complete:
+    if start.lands:
         return Witness("", 0, True, 0)
     h0 = analysis.natural_bound(start.state)
     if h0 >= cutoff:
@@ -167,7 +167,7 @@ def _across_statement(
             if nodes >= max_nodes:  # each candidate is a check of all of R: it counts
                 return None, nodes
             nodes += 1
-            if where.feed(text).complete:
+            if where.feed(text).lands:
                 return head + opener + text, nodes
     rest = search(
         quotient.finish,
@@ -178,7 +178,7 @@ def _across_statement(
         crossing=False,
     )
     nodes += rest.nodes
-    if rest.text is None or not start.feed(head + rest.text).complete:
+    if rest.text is None or not start.feed(head + rest.text).lands:
         return None, nodes
     return head + rest.text, nodes
 
@@ -190,18 +190,23 @@ _BLOCK_OPENER = "if x:\n"
 
 def _first_symbols(moves: _Moves, line_start: QuotientState, openers: str) -> list[str]:
     """Texts that begin a line at ``line_start`` with one symbol, shortest first: each
-    line-start move, with a blank after it, and a word's prefixes (R's first line
+    line-start move, with a blank after it, a keyword with a name after it (``if x``
+    before R's ``:``), and a word's prefixes (R's first line
     may go on with the rest of the word, as ``ret`` before ``urn x``); where R closes
     brackets (``openers``), a move then the brackets, or a keyword, a name and the
     brackets (``def x(`` before ``a, b):``), and then only those that open them."""
     texts: set[str] = set()
+    right_goes_on_word = _is_word_char(moves.right[:1]) if moves.right else False
     for move in moves(line_start.state):
         texts.add(move)
         texts.add(move + " ")
         token = move.lstrip(INDENT_CHARS)
         if token.isidentifier():
             indent = move[: len(move) - len(token)]
-            texts.update(indent + token[:k] for k in range(1, len(token)))
+            if right_goes_on_word:  # R's first word may complete a prefix of this one
+                texts.update(indent + token[:k] for k in range(1, len(token)))
+            if token != "x":  # a keyword and a name: 'if x' before R's ':'
+                texts.add(move + " x")
             if openers:
                 texts.add(move + " x" + openers)
         if openers:
@@ -223,7 +228,7 @@ def _openers_of(analysis: FinishAnalysis) -> str:
 class Witness:
     """A finish found by :meth:`FinishAnalysis.search`.
 
-    ``text`` completes the middle (``state.feed(text).complete`` holds), or
+    ``text`` completes the middle and lands (``state.feed(text).lands`` holds), or
     is None when none was found.  ``exact``: with a text, no shorter finish
     exists; without one, no finish exists within the search's ``within`` (or
     at all, for a dead state).  ``lower``: no finish is shorter.  Both are
@@ -480,7 +485,7 @@ class _AStar:
             if known is not None and known <= g:
                 continue
             best_g[key] = g
-            if h <= 0 and state.complete:
+            if h <= 0 and state.lands:
                 return text
             self.nodes += 1
             lex = state.state.lex
