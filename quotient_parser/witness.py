@@ -150,12 +150,16 @@ def _across_statement(
     if end.text is None:
         return None, nodes
     head = end.text.rstrip(INDENT_CHARS + "\r\n") + "\n"
+    lex = start.state.lex
+    if head == "\n" and lex is not None and lex.at_line_start and not lex.pending:
+        head = ""  # already at a line start: no blank line first
     if len(head) >= cutoff:
         return None, nodes
     line_start = start.feed(head)
     if not line_start.viable:
         return None, nodes
     # a first symbol alone first, at this line start or in a new block's first line
+    right_line = first_line(quotient.right)
     moves = _moves_of(quotient.finish)
     for opener in ("", _BLOCK_OPENER):
         where = line_start.feed(opener)
@@ -164,10 +168,13 @@ def _across_statement(
         for text in _first_symbols(moves, where, _openers_of(quotient.finish)):
             if len(head) + len(opener) + len(text) >= cutoff or time.monotonic() > deadline:
                 break
+            candidate = where.feed(text)
+            if right_line and not candidate.feed(right_line).viable:
+                continue  # R's first line cannot follow: a left-prefix test, not a node
             if nodes >= max_nodes:  # each candidate is a check of all of R: it counts
                 return None, nodes
             nodes += 1
-            if where.feed(text).lands:
+            if candidate.lands:
                 return head + opener + text, nodes
     rest = search(
         quotient.finish,

@@ -146,7 +146,8 @@ class Steering:
         self._next_look = 0
         #: the last witness asked for: (the state, its finish or None)
         self._witness: tuple[QuotientState, str | None] | None = None
-        self._misses = 0  # witness searches that found nothing
+        self._misses = 0  # witness searches that found nothing since the last line break
+        self._miss_lines = 0  # line breaks in the middle at the last miss
 
     def need(self, distance: int) -> int:
         """Tokens a finish of at least ``distance`` characters is expected to take."""
@@ -186,9 +187,10 @@ class Steering:
             return None
         chosen = None
         if witness:  # an empty one: the middle is complete, an end token comes first
-            chosen = self._follow(state, witness, order, ranking)
+            chosen = self._follow(state, witness, left - 1, order, ranking)
             if chosen is None:
-                chosen = self._follow(state, witness, dec.further_order(order, ranking), ranking)
+                further = dec.further_order(order, ranking)
+                chosen = self._follow(state, witness, left - 1, further, ranking)
                 if chosen is not None:
                     dec.rescued += 1
             if chosen is not None:
@@ -209,7 +211,8 @@ class Steering:
         known = self._witness
         if known is not None and known[0] is state:
             return known[1]
-        if self._misses >= WITNESS_MISSES:
+        lines = self.decoder.middle.count("\n")
+        if self._misses >= WITNESS_MISSES and lines == self._miss_lines:
             return None
         seconds = WITNESS_STEER_SECONDS
         deadline = self.decoder.stop.deadline
@@ -217,7 +220,11 @@ class Steering:
             seconds = max(0.0, min(seconds, deadline - time.perf_counter()))
         found = state.witness(max_nodes=WITNESS_NODES, max_seconds=seconds)
         self._witness = (state, found.text)
-        self._misses += found.text is None
+        if found.text is None:
+            # a new line starts a new statement, where finishes across its end are
+            # short again: the count starts afresh there
+            self._misses = 1 if lines != self._miss_lines else self._misses + 1
+            self._miss_lines = lines
         return found.text
 
     def known_witness(self, state: QuotientState) -> str | None:
@@ -231,12 +238,23 @@ class Steering:
         return len(self.decoder.backend.tokenize(text)) if text else 0
 
     def _follow(
-        self, state: QuotientState, witness: str, order: IdArray, ranking: TokenRanking
+        self,
+        state: QuotientState,
+        witness: str,
+        after: int,
+        order: IdArray,
+        ranking: TokenRanking,
     ) -> Choice:
         """The first candidate, in the model's order, whose text begins the finish
-        ``witness`` (or writes it whole and completes the middle); what is left of the
-        witness stays known for the next step."""
+        ``witness`` (or writes it whole and completes the middle) and leaves a rest that
+        the ``after`` tokens then left can write (' ' then 'x(' needs one more than ' x'
+        then '('); what is left of the witness stays known for the next step.
+
+        A candidate that ends inside a word or a run of blanks of the witness (``c``
+        of ``cla``, 12 of 20 spaces) is taken only where no other follows: the model
+        rarely ranks the piece that would complete such a split."""
         first_viable: int | None = None
+        split: tuple[int, str, QuotientState, str] | None = None
         for tok, text in self._whole_texts(order):
             follows = witness.startswith(text)
             writes_it = not follows and text.startswith(witness)
@@ -248,11 +266,22 @@ class Steering:
             if first_viable is None:
                 first_viable = tok
             if follows:
-                self._witness = (new_state, witness[len(text) :])
+                rest = witness[len(text) :]
+                if self.witness_tokens(rest) > after:
+                    continue
+                if _splits_run(text, rest):
+                    if split is None:
+                        split = (tok, text, new_state, rest)
+                    continue
+                self._witness = (new_state, rest)
                 return self._take(tok, text, new_state, ranking, order, first_viable)
             if writes_it and new_state.lands:
                 return self._take(tok, text, new_state, ranking, order, first_viable)
-        return None
+        if split is None:
+            return None
+        tok, text, new_state, rest = split
+        self._witness = (new_state, rest)
+        return self._take(tok, text, new_state, ranking, order, first_viable)
 
     def _whole_texts(self, order: IdArray) -> Iterator[tuple[int, str]]:
         """The candidates of ``order`` not banned at this step that write text and leave
@@ -352,6 +381,16 @@ class Steering:
         if new_state.lands:
             self.finished = True
         return tok, False
+
+
+def _splits_run(text: str, rest: str) -> bool:
+    """Whether ``text`` ends inside a word or a run of blanks that ``rest`` goes on."""
+    if not text or not rest:
+        return False
+    last, first = text[-1], rest[0]
+    if last in " \t":
+        return first in " \t"
+    return (last.isalnum() or last == "_") and (first.isalnum() or first == "_")
 
 
 def _opens_comment(before: QuotientState, after: QuotientState) -> bool:
