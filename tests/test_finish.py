@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from bench.corpus import stdlib_root
 from bench.quotient_check import Source, boundary_cut, randspan_cut
 from quotient_parser import Recognizer
-from quotient_parser.finish import INFINITE, comment_or_continuation
+from quotient_parser.finish import INFINITE
 from quotient_parser.quotient import Quotient, QuotientState
 from quotient_parser.witness import Witness
 from quotient_parser.yields import yield_tables
@@ -177,12 +177,9 @@ def shortest_finishes(
 ) -> int:
     """The shortest finish among token strings of at most ``depth`` tokens, checking
     the bound of every state on the way (INFINITE: none).  ``natural``: only finishes
-    that do not end in a comment or a continuation swallowing R count, and the
-    natural bound is checked."""
-    lex = state.state.lex
-    assert lex is not None
-    swallows = natural and comment_or_continuation(lex.pending)
-    best = 0 if state.complete and not swallows else INFINITE
+    that land (not ending in a comment or a continuation that swallows R's code)
+    count, and the natural bound is checked."""
+    best = 0 if (state.lands if natural else state.complete) else INFINITE
     if depth > 0:
         for token in tokens:
             child = state.feed(token)
@@ -222,6 +219,8 @@ NATURAL_CASES = [
     ("if x:\n", "y = 1\n    z = 2\n"),
     ("if x:\n", 'd"\n    p = 1\n'),  # R goes on inside a string w opens
     ("x = (", 'd")\n'),
+    ("if x:\n    y = 1", " and flush it\n    z = 2\n"),  # R: the rest of a comment
+    ("x = 1", " + 2\ny = 3\n"),  # R's code: no finish ends in a comment
 ]
 
 
@@ -272,6 +271,31 @@ def test_a_crossing_finish_opens_the_brackets_that_r_closes(
     found = q.initial.witness(max_nodes=300, max_seconds=5)
     assert found.text is not None and found.text.endswith("(")
     witness_ok(q, q.initial, "", found, ast_accepts)
+
+
+def test_a_witness_lands(target: tuple[int, int], ast_accepts: Accepts) -> None:
+    """A middle whose comment swallows R's first line of code is complete but does not
+    land: its witness ends the comment and goes on (no empty witness)."""
+    q = Quotient("x = f(1)", " + 2\ny = 3\n", target)
+    swallowing = q.initial.feed(" # note")
+    assert swallowing.complete and not swallowing.lands
+    found = swallowing.witness(max_nodes=300, max_seconds=5)
+    assert found.text and swallowing.feed(found.text).lands
+    assert ast_accepts(q.left + " # note" + found.text + q.right)
+
+
+def test_a_crossing_finish_begins_a_header_that_r_ends(
+    target: tuple[int, int], ast_accepts: Accepts
+) -> None:
+    """After a method, R begins with a header's ':' (importlib.metadata's _text.py cut):
+    the finish begins a statement with a keyword and a name (``if x``), found within
+    the node budget steering gives the search."""
+    left = "class A:\n    def f(self):\n        return 1\n\n"
+    q = Quotient(left, ":\n        return 2\n", target)
+    found = q.initial.witness(max_nodes=300, max_seconds=5)
+    assert found.text is not None and found.text.rstrip().endswith(" x")
+    assert q.initial.feed(found.text).lands
+    assert ast_accepts(left + found.text + q.right)
 
 
 def test_a_backslash_costs_its_line_break_in_the_natural_bound(

@@ -208,6 +208,16 @@ def test_a_comment_the_cut_split_is_finished_by_a_comment(
     assert not Quotient("# a\n# b", " c d\nx = 1\n", target).right_line_can_be_code
 
 
+def test_a_witness_piece_that_splits_a_word_or_blanks_comes_last() -> None:
+    """Following a witness, a candidate that ends inside one of its words or runs of
+    blanks is taken only where nothing else follows (the model rarely ranks the piece
+    that would complete ``c`` into ``cla``, or 12 spaces into 20)."""
+    splits = steering._splits_run
+    assert splits("c", "la\n") and splits(" " * 12, " " * 8 + "else")
+    assert not splits("cla", "") and not splits(" " * 20, "else")
+    assert not splits(")", "\ncla") and not splits("if", " x") and not splits(" ", "x(")
+
+
 # ---------------------------------------------------------------- witness endings
 
 
