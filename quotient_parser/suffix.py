@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from lexer import LexError, LexErrorCode, LexState
 from lexer._tables import MAX_INDENT, MAX_PAREN_LEVEL, OPERATORS, keywords
-from lexer.text import first_line, indentation
+from lexer.text import LINE_END_RE, first_line, indentation
 
 from .earley import Automaton, Chart
 from .grammar_tools import Grammar, load_grammar
@@ -278,9 +278,15 @@ def right_context_can_end_module(
     Never answers False for a right context that can be completed within the
     modes described in the module docstring.  Stops at the first mode that works.
     """
+    return _can_end(text, version, heads, _remember_parse())
+
+
+def _can_end(
+    text: str, version: tuple[int, int], heads: Iterable[str] | None, keep: list[Chart]
+) -> bool:
+    """``right_context_can_end_module``, keeping the charts in ``keep``."""
     if not text:
         return True
-    keep = _remember_parse()
     wanted = None if heads is None else set(heads)
     return any(
         _mode_can_end(text, version, head, at_line_start, keep) is not None
@@ -294,21 +300,43 @@ def right_line_can_be_code(text: str, version: tuple[int, int]) -> bool:
     begin at a symbol boundary or with the rest of a symbol that the text before R
     began (``ret`` + ``urn x``, ``=`` + ``= y``, ``x`` + ``s in a``).
 
-    Also where R may begin inside a string literal: the line may close it and go on
-    with code (``d " * 2``).  False where the line can only be the rest of a comment
-    (``and flush it to the file.``): a finish must open one, as the user's own text
-    did.  Costs a backward parse of R per way its first symbol may begin, each mostly
-    met in the step memo; a line that cannot be code pays for every way.
+    Also where R may begin inside a string literal that the line closes, going on
+    with code (``d " * 2``), and where R's first 1, 4 or 16 lines alone can end a
+    module so (the cheap answer on a long R: microseconds, not a lexing of all of R).
+    "May" errs towards code, which keeps a comment from swallowing it.  False where
+    the line can only be the rest of a comment (``and flush it to the file.``): a
+    finish must open one, as the user's own text did.  Two plain names in a row
+    (``flush it``) or no closing quote on the line rule ways out without a parse;
+    the others cost a backward parse of R each, mostly met in the step memo.
     """
     line = first_line(text)
     if not line.strip():
         return False
-    if not _adjacent_names(line, version) and any(
-        right_context_can_end_module(head + text, version, heads=("",))
-        for head in _symbol_beginnings(text, version)
-    ):
+    keep = _remember_parse()  # one entry among the recent parses: the warm ones stay
+    heads = () if _adjacent_names(line, version) else tuple(_symbol_beginnings(text, version))
+    # R's first lines alone first: where they can begin a module's last statements the
+    # line may be code (a sufficient answer, cheap on a long R); else all of R decides.
+    for piece in _leading_lines(text):
+        if any(_can_end(head + piece, version, ("",), keep) for head in heads):
+            return True
+    if any(_can_end(head + text, version, ("",), keep) for head in heads):
         return True
-    return right_context_can_end_module(text, version, heads=_string_heads(version))
+    # Inside a string literal, code can follow only where the line closes it.
+    closing = [head for head in _string_heads(version) if head.lstrip("rft") in line]
+    return bool(closing) and _can_end(text, version, closing, keep)
+
+
+#: The numbers of R's first lines tried on their own by ``right_line_can_be_code``.
+_LEADING_LINES = (1, 4, 16)
+
+
+def _leading_lines(text: str) -> Iterator[str]:
+    """``text``'s first lines, up to each count of ``_LEADING_LINES`` that is shorter
+    than all of it."""
+    ends = [match.end() for _, match in zip(range(_LEADING_LINES[-1]), LINE_END_RE.finditer(text))]
+    for count in _LEADING_LINES:
+        if count <= len(ends) and ends[count - 1] < len(text):
+            yield text[: ends[count - 1]]
 
 
 def _adjacent_names(line: str, version: tuple[int, int]) -> bool:
