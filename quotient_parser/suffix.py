@@ -307,7 +307,8 @@ def right_line_can_be_code(text: str, version: tuple[int, int]) -> bool:
     the line can only be the rest of a comment (``and flush it to the file.``): a
     finish must open one, as the user's own text did.  Two plain names in a row
     (``flush it``) or no closing quote on the line rule ways out without a parse;
-    the others cost a backward parse of R each, mostly met in the step memo.
+    the others cost a backward parse of R each, made only for an R of at most
+    ``FULL_CHECK_CHARS`` (a longer one's line is taken to be code).
     """
     line = first_line(text)
     if not line.strip():
@@ -316,14 +317,33 @@ def right_line_can_be_code(text: str, version: tuple[int, int]) -> bool:
     heads = () if _adjacent_names(line, version) else tuple(_symbol_beginnings(text, version))
     # R's first lines alone first: where they can begin a module's last statements the
     # line may be code (a sufficient answer, cheap on a long R); else all of R decides.
+    # Inside a string literal, code can follow only where the line closes it; a raw or
+    # formatted literal differs from a plain one only with a backslash or a brace.
+    closing = [
+        head
+        for head in _string_heads(version)
+        if head.lstrip("rft") in line
+        and ("r" not in head or "\\" in line)
+        and ("f" not in head or "{" in line)
+    ]
     for piece in _leading_lines(text):
         if any(_can_end(head + piece, version, ("",), keep) for head in heads):
             return True
+        if closing and _can_end(piece, version, closing, keep):
+            return True
+    if not heads and not closing:
+        return False
+    if len(text) > FULL_CHECK_CHARS:
+        return True  # a whole parse per way costs seconds on the largest files: may be
     if any(_can_end(head + text, version, ("",), keep) for head in heads):
         return True
-    # Inside a string literal, code can follow only where the line closes it.
-    closing = [head for head in _string_heads(version) if head.lstrip("rft") in line]
     return bool(closing) and _can_end(text, version, closing, keep)
+
+
+#: The longest right context whose first line ``right_line_can_be_code`` proves not to
+#: be code by backward parses of all of it (about 1,500 lines); a longer one's line
+#: that its first lines do not show to be code is taken to be code all the same.
+FULL_CHECK_CHARS = 50_000
 
 
 #: The numbers of R's first lines tried on their own by ``right_line_can_be_code``.
