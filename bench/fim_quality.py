@@ -657,16 +657,22 @@ def comments_out_right(left: str, middle: str, right: str, true_middle: str | No
     """Whether a comment the middle opened runs on into R's first line, which has text:
     the code after the cursor becomes comment text (by CPython's ``tokenize``).
 
-    Not where the cut's ``true_middle`` does the same: R's first line was comment text
-    in the original file (the cut split a comment), and a middle must open one.
+    Not where R's first line was comment text in the original file, ``left +
+    true_middle + right`` (the cut split a comment, which the true middle or the left
+    context opened): a middle must open one there.
     """
     if _comment_runs_into_right(left, middle, right):
-        return true_middle is None or not _comment_runs_into_right(left, true_middle, right)
+        return true_middle is None or not _comment_runs_into_right(
+            left, true_middle, right, opened_by_middle=False
+        )
     return False
 
 
-def _comment_runs_into_right(left: str, middle: str, right: str) -> bool:
-    """``comments_out_right``'s test of one middle."""
+def _comment_runs_into_right(
+    left: str, middle: str, right: str, *, opened_by_middle: bool = True
+) -> bool:
+    """``comments_out_right``'s test of one middle: a comment that runs on into R's
+    first line (``opened_by_middle``: one that begins in the middle)."""
     if not right.split("\n", 1)[0].strip():
         return False
     whole = left + middle + right
@@ -674,7 +680,8 @@ def _comment_runs_into_right(left: str, middle: str, right: str) -> bool:
     def row_col(offset: int) -> tuple[int, int]:  # as tokenize counts (lines end at \n)
         return whole.count("\n", 0, offset) + 1, offset - whole.rfind("\n", 0, offset) - 1
 
-    start, end = row_col(len(left)), row_col(len(left) + len(middle))
+    start = row_col(len(left)) if opened_by_middle else (1, 0)
+    end = row_col(len(left) + len(middle))
     try:
         for tok in tokenize.generate_tokens(io.StringIO(whole).readline):
             if tok.type != tokenize.COMMENT:

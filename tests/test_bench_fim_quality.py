@@ -107,3 +107,8 @@ def test_comments_out_right_judges_by_tokenize() -> None:
     assert swallowing(left, "  # Terminate", right)
     assert not swallowing(left, "  # Terminate", right, "  # Write")
     assert swallowing("x = f(1)", " # note", " + 2\ny = 3\n", "")  # the file had code there
+    # The cursor was in the left context's comment, which R's first line ends; the
+    # middle ends that comment, writes code and opens one of its own (test_email.py).
+    left, right = "# This has enough", "d always end up b encoded.\nm = 1\n"
+    assert not swallowing(left, " text.\nm = 2 #", right, " non-ascii that it shoul")
+    assert swallowing("x = 1  # a", "\nm = 2 #", " + 3\n", "\ny = 2")  # R's line was code
