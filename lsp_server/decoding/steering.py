@@ -167,6 +167,11 @@ class Steering:
 
     def _choose(self, state: QuotientState, order: IdArray, ranking: TokenRanking) -> Choice:
         dec = self.decoder
+        if dec.points.best is not None:
+            # The middle has landed before: that stopping point is returned unless the
+            # model ends better, so the model goes on unsteered (a finish forced at the
+            # end of the budget would replace a likelier, usually shorter, middle).
+            return None
         if dec.tokens >= dec.opts.max_tokens * CLOSE_SHARE and dec.points.best is None:
             closer = self._close(state, order, ranking)
             if closer is not None:
