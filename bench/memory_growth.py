@@ -66,7 +66,8 @@ def _tables(server: Any) -> dict[str, Any]:
         "builder_right_table": sum(len(c.table) for r in rights for c in r.values()),
         "recent_backward_parses": sum(len(keep) for keep in suffix._RECENT_PARSES),
     }
-    automata = [o for o in gc.get_objects() if isinstance(o, Automaton)]
+    tables["frozen_objects"] = gc.get_freeze_count()  # set aside by gc.freeze
+    automata = [o for o in _every_object() if isinstance(o, Automaton)]
     forward = {id(r.automaton): str(v) for v, r in Recognizer._cache.items()}
     backward = {id(found[0]): str(v) for v, found in suffix._REVERSED.items()}
     retired = [a for a in automata if id(a) not in forward and id(a) not in backward]
@@ -111,10 +112,22 @@ def _malloc_mb() -> dict[str, float] | None:
     }
 
 
+def _every_object() -> list[Any]:
+    """Every object the collector tracks, the frozen ones too (``gc.get_objects``
+    alone skips what ``gc.freeze`` set aside, which in the server is almost all)."""
+    gc.unfreeze()
+    try:
+        return gc.get_objects()
+    finally:
+        gc.freeze()
+
+
 def _cyclic_garbage() -> dict[str, Any]:
-    """Collect, keeping what the collector found (``DEBUG_SAVEALL``): the cyclic
-    garbage that was waiting, counted by type, and the resident memory after."""
+    """Collect everything, the frozen objects too, keeping what the collector found
+    (``DEBUG_SAVEALL``): the cyclic garbage that was waiting, counted by type, and the
+    resident memory after."""
     gc.set_debug(gc.DEBUG_SAVEALL)
+    gc.unfreeze()
     try:
         found = gc.collect()
         by_type: dict[str, int] = {}
@@ -125,6 +138,7 @@ def _cyclic_garbage() -> dict[str, Any]:
     finally:
         gc.set_debug(0)
     gc.collect()  # what was saved is unreachable again: free it
+    gc.freeze()
     top = sorted(by_type.items(), key=lambda kv: -kv[1])[:12]
     return {"objects": found, "byType": dict(top), "rssAfterMb": _rss_mb()}
 
