@@ -27,6 +27,7 @@ import gc
 import json
 import sys
 import tracemalloc
+import types
 from collections.abc import Sequence
 from typing import IO, Any
 
@@ -124,23 +125,43 @@ def _every_object() -> list[Any]:
 
 def _cyclic_garbage() -> dict[str, Any]:
     """Collect everything, the frozen objects too, keeping what the collector found
-    (``DEBUG_SAVEALL``): the cyclic garbage that was waiting, counted by type, and the
-    resident memory after."""
+    (``DEBUG_SAVEALL``): the cyclic garbage that was waiting, counted by type (the
+    project's own classes always, the rest the largest), its size (``sys.getsizeof``
+    of each object, not what it holds outside the cycle), the functions whose frames
+    were in it (exceptions kept with their tracebacks), and the resident memory after."""
+    own = ("quotient_parser", "lexer", "lsp_server", "bench")
     gc.set_debug(gc.DEBUG_SAVEALL)
     gc.unfreeze()
     try:
         found = gc.collect()
         by_type: dict[str, int] = {}
+        frames: dict[str, int] = {}
+        size = 0
         for obj in gc.garbage:
-            name = type(obj).__name__
+            kind = type(obj)
+            name = kind.__name__
+            if kind.__module__.split(".")[0] in own:
+                name = f"{kind.__module__}.{name}"
             by_type[name] = by_type.get(name, 0) + 1
+            size += sys.getsizeof(obj)
+            if isinstance(obj, types.FrameType):
+                code = obj.f_code
+                where = f"{code.co_filename.rsplit('/', 2)[-1]}:{code.co_name}"
+                frames[where] = frames.get(where, 0) + 1
         gc.garbage.clear()
     finally:
         gc.set_debug(0)
     gc.collect()  # what was saved is unreachable again: free it
     gc.freeze()
-    top = sorted(by_type.items(), key=lambda kv: -kv[1])[:12]
-    return {"objects": found, "byType": dict(top), "rssAfterMb": _rss_mb()}
+    top = sorted(by_type.items(), key=lambda kv: -kv[1])
+    shown = {k: v for i, (k, v) in enumerate(top) if i < 12 or k.split(".")[0] in own}
+    return {
+        "objects": found,
+        "kb": round(size / 1024, 1),
+        "byType": shown,
+        "frames": frames,
+        "rssAfterMb": _rss_mb(),
+    }
 
 
 def _frame(frame: tracemalloc.Frame) -> str:
