@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ctypes
+import functools
 import gc
 import json
 import sys
@@ -97,15 +98,25 @@ class _MallInfo2(ctypes.Structure):
     ]
 
 
+@functools.cache
+def _libc() -> Any:
+    """glibc, loaded once (every ``ctypes.CDLL`` makes a class: cyclic garbage a call)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _MallInfo2
+        libc.malloc_trim  # noqa: B018 - both or neither
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
 def _malloc_mb() -> dict[str, float] | None:
     """glibc's own account (``mallinfo2``): bytes in use, free but kept in its heaps
     (fragmentation a trim may return), and mapped directly; None without glibc."""
-    try:
-        mallinfo2 = ctypes.CDLL("libc.so.6").mallinfo2
-    except (OSError, AttributeError):
+    libc = _libc()
+    if libc is None:
         return None
-    mallinfo2.restype = _MallInfo2
-    info = mallinfo2()
+    info = libc.mallinfo2()
     return {
         "inUseMb": round(info.uordblks / 2**20, 1),
         "freeMb": round(info.fordblks / 2**20, 1),
@@ -128,7 +139,8 @@ def _cyclic_garbage() -> dict[str, Any]:
     (``DEBUG_SAVEALL``): the cyclic garbage that was waiting, counted by type (the
     project's own classes always, the rest the largest), its size (``sys.getsizeof``
     of each object, not what it holds outside the cycle), the functions whose frames
-    were in it (exceptions kept with their tracebacks), and the resident memory after."""
+    were in it (exceptions kept with their tracebacks), the classes in it (made at run
+    time), and the resident memory after."""
     own = ("quotient_parser", "lexer", "lsp_server", "bench")
     gc.set_debug(gc.DEBUG_SAVEALL)
     gc.unfreeze()
@@ -136,6 +148,7 @@ def _cyclic_garbage() -> dict[str, Any]:
         found = gc.collect()
         by_type: dict[str, int] = {}
         frames: dict[str, int] = {}
+        classes: dict[str, int] = {}
         size = 0
         for obj in gc.garbage:
             kind = type(obj)
@@ -144,7 +157,10 @@ def _cyclic_garbage() -> dict[str, Any]:
                 name = f"{kind.__module__}.{name}"
             by_type[name] = by_type.get(name, 0) + 1
             size += sys.getsizeof(obj)
-            if isinstance(obj, types.FrameType):
+            if isinstance(obj, type):  # classes made at run time, and by whom
+                where = f"{obj.__module__}.{obj.__qualname__}"
+                classes[where] = classes.get(where, 0) + 1
+            elif isinstance(obj, types.FrameType):
                 code = obj.f_code
                 where = f"{code.co_filename.rsplit('/', 2)[-1]}:{code.co_name}"
                 frames[where] = frames.get(where, 0) + 1
@@ -160,6 +176,7 @@ def _cyclic_garbage() -> dict[str, Any]:
         "kb": round(size / 1024, 1),
         "byType": shown,
         "frames": frames,
+        "classes": classes,
         "rssAfterMb": _rss_mb(),
     }
 
@@ -228,12 +245,10 @@ def serve(frames: int, max_states: int | None = None) -> int:
                     }
                 )
         previous[:] = [snapshot]
-        try:
-            trim = ctypes.CDLL("libc.so.6").malloc_trim
-            trim(0)
-            trimmed = _rss_mb()
-        except (OSError, AttributeError):
-            trimmed = rss
+        libc = _libc()
+        if libc is not None:
+            libc.malloc_trim(0)
+        trimmed = _rss_mb() if libc is not None else rss
         return {
             "rssMb": rss,
             "rssAfterTrimMb": trimmed,

@@ -355,9 +355,7 @@ class FinishAnalysis:
             key = ((version[0], version[1]), self.right)
             views = _VIEWS.get(key)
             if views is None:
-                views = right_views(
-                    self.tables, self.recognizer.classify, self.right, key[0]
-                )
+                views = right_views(self.tables, self.recognizer.classify, self.right, key[0])
                 _VIEWS[key] = views
                 while len(_VIEWS) > _VIEWS_KEPT:
                     _VIEWS.popitem(last=False)
