@@ -69,7 +69,14 @@ def _tables(server: Any) -> dict[str, Any]:
         "recent_backward_parses": sum(len(keep) for keep in suffix._RECENT_PARSES),
     }
     tables["frozen_objects"] = gc.get_freeze_count()  # set aside by gc.freeze
-    automata = [o for o in _every_object() if isinstance(o, Automaton)]
+    everything = _every_object()
+    census: dict[str, int] = {}
+    for obj in everything:
+        kind = type(obj).__qualname__
+        census[kind] = census.get(kind, 0) + 1
+    tables["census"] = census  # objects the collector tracks, by type
+    automata = [o for o in everything if isinstance(o, Automaton)]
+    del everything
     forward = {id(r.automaton): str(v) for v, r in Recognizer._cache.items()}
     backward = {id(found[0]): str(v) for v, found in suffix._REVERSED.items()}
     retired = [a for a in automata if id(a) not in forward and id(a) not in backward]

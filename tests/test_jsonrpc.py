@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
+from pygls.protocol import LanguageServerProtocol, _dict_to_object
 
 from bench.lsp_fuzz import SMALL, OutputParser, encode, frame, oracle_parse
 from lsp_server.jsonrpc import (
@@ -33,6 +33,7 @@ from lsp_server.jsonrpc import (
     JsonRpcGuard,
     Oversized,
     decode_body,
+    records,
 )
 
 # --------------------------------------------------------------------------- the reader
@@ -725,3 +726,41 @@ def test_tcp(stopping_model: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+# --------------------------------------------------------------------------- untyped params
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "b", "def", "1x", "type_name"]), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@given(JSON)
+def test_untyped_params_are_what_pygls_makes(value: Any) -> None:
+    """A method lsprotocol does not know gets its params as pygls would make them (or
+    the same error: a ``type_name`` that names no class)."""
+
+    def made(convert: Callable[[Any], Any]) -> tuple[str, str]:
+        try:
+            made = convert(dict(value) if isinstance(value, dict) else value)
+        except (ValueError, TypeError) as exc:
+            return type(exc).__name__, str(exc)
+        return type(made).__name__, repr(made)
+
+    assert made(records) == made(_dict_to_object)
+
+
+def test_untyped_params_reuse_their_classes() -> None:
+    """pygls makes a class per object per message (about 6 KB of cyclic garbage each);
+    the same keys get the same class here."""
+    first, second = (
+        records({"uri": "a", "at": {"line": 1}}),
+        records({"uri": "b", "at": {"line": 2}}),
+    )
+    assert type(first) is type(second) and type(first.at) is type(second.at)
+    assert second.uri == "b" and second.at.line == 2
