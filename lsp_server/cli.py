@@ -167,10 +167,12 @@ def _serve(args: argparse.Namespace) -> int:
     root.setLevel(args.log_level)
 
     from .jsonrpc import serve_stdio, serve_tcp
+    from .loop_lag import shorten_gil_handoffs
     from .server import create_server, tune_gc
 
     server = create_server()
     tune_gc()
+    shorten_gil_handoffs()
     code = serve_tcp(server, args.host, args.port) if args.tcp else serve_stdio(server)
     if server.engine.worker_alive:
         # Still inside llama.cpp after the wait: leave without tearing the model down

@@ -14,20 +14,45 @@ all when it falls between two ticks: the maximum over many stalls approaches the
 longest, and every stall longer than the period is caught.  Lateness is kept in a
 histogram of 0.1 ms bins (the p99) and exactly (the maximum), in constant memory.
 A tick costs a few microseconds: about 0.05 % of a core at the default period.
+
+Most of the lateness under load is no work on the loop at all but its wait for the GIL:
+every system call the loop makes (``select``, a write to stdout, the wake-up from
+another thread) gives the GIL away, and while the worker runs pure Python the loop gets
+it back only when the interpreter's switch interval has run out, 5 ms by default, per
+system call.  :func:`shorten_gil_handoffs` makes that wait 1 ms for the server process.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+import sys
 from itertools import accumulate
 
-__all__ = ["PERIOD_S", "LoopLag", "Periodic"]
+__all__ = ["PERIOD_S", "SWITCH_INTERVAL_S", "LoopLag", "Periodic", "shorten_gil_handoffs"]
 
 #: Seconds between the monitor's ticks.
 PERIOD_S = 0.01
+#: The interpreter's switch interval in the server process (seconds; CPython's is 5 ms).
+SWITCH_INTERVAL_S = 0.001
 _BINS_PER_MS = 10
 _BINS = 10_000  # up to 1 s; later is counted in the last bin (the maximum is exact)
+
+
+def shorten_gil_handoffs(interval_s: float = SWITCH_INTERVAL_S) -> None:
+    """Make a thread that wants the GIL wait at most ``interval_s`` for a busy one.
+
+    The event loop hands the GIL over at every system call and waits to get it back
+    behind the worker's pure-Python quotient builds and decoding: up to the switch
+    interval each time, several times per message.  A sampling of the loop thread's
+    stack at its late ticks under ``bench.lsp_fuzz`` found it in ``select``, a write to
+    stdout or a read of ``/proc`` nearly every time, with the worker in the recognizer.
+    A shorter interval costs the worker only the switches the loop asks for (an idle
+    loop sleeps in ``select`` without the GIL); ``docs/architecture.md`` has the
+    figures.  Called once by ``fimlsp`` before serving, not on import: it is
+    process-wide.
+    """
+    sys.setswitchinterval(interval_s)
 
 
 class Periodic:
