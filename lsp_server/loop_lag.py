@@ -27,14 +27,25 @@ from __future__ import annotations
 import asyncio
 import bisect
 import sys
+from collections import deque
 from itertools import accumulate
 
-__all__ = ["PERIOD_S", "SWITCH_INTERVAL_S", "LoopLag", "Periodic", "shorten_gil_handoffs"]
+__all__ = [
+    "PERIOD_S",
+    "STALL_MS",
+    "SWITCH_INTERVAL_S",
+    "LoopLag",
+    "Periodic",
+    "shorten_gil_handoffs",
+]
 
 #: Seconds between the monitor's ticks.
 PERIOD_S = 0.01
 #: The interpreter's switch interval in the server process (seconds; CPython's is 5 ms).
 SWITCH_INTERVAL_S = 0.001
+#: A tick at least this late (ms) is kept, with its number, among the recent stalls.
+STALL_MS = 5.0
+_RECENT_STALLS = 64
 _BINS_PER_MS = 10
 _BINS = 10_000  # up to 1 s; later is counted in the last bin (the maximum is exact)
 
@@ -94,13 +105,19 @@ class Periodic:
 
 
 class LoopLag(Periodic):
-    """A periodic callback on one event loop that records how late it ran."""
+    """A periodic callback on one event loop that records how late it ran.
+
+    The last :data:`_RECENT_STALLS` ticks at least :data:`STALL_MS` late are kept as
+    (tick number, ms): a client that reads the figures now and then (``bench.lsp_fuzz``
+    every 100 ms) tells which of them came since its last read by their numbers, and
+    so what it was sending when they came."""
 
     def __init__(self, period_s: float = PERIOD_S) -> None:
         super().__init__(period_s)
         self.max_ms = 0.0
         self.samples = 0
         self._bins = [0] * _BINS
+        self.stalls: deque[tuple[int, float]] = deque(maxlen=_RECENT_STALLS)
 
     def tick(self, late_s: float) -> None:
         self.record(late_s * 1e3)
@@ -110,6 +127,8 @@ class LoopLag(Periodic):
         self.samples += 1
         self.max_ms = max(self.max_ms, late_ms)
         self._bins[min(int(late_ms * _BINS_PER_MS), _BINS - 1)] += 1
+        if late_ms >= STALL_MS:
+            self.stalls.append((self.samples, round(late_ms, 2)))
 
     def percentile_ms(self, fraction: float) -> float:
         """The lateness that ``fraction`` of the ticks did not exceed (the upper edge of
@@ -120,10 +139,12 @@ class LoopLag(Periodic):
         index = bisect.bisect_left(totals, fraction * self.samples)
         return min(self.max_ms, (min(index, _BINS - 1) + 1) / _BINS_PER_MS)
 
-    def figures(self) -> dict[str, float | int]:
-        """The figures ``fimlsp/serverStatus`` reports (milliseconds since the start)."""
+    def figures(self) -> dict[str, float | int | list[list[float]]]:
+        """The figures ``fimlsp/serverStatus`` reports (milliseconds since the start; the
+        recent stalls as [tick number, ms])."""
         return {
             "loopLagMaxMs": round(self.max_ms, 2),
             "loopLagP99Ms": round(self.percentile_ms(0.99), 2),
             "loopLagTicks": self.samples,
+            "loopLagStalls": [[tick, ms] for tick, ms in self.stalls],
         }

@@ -10,22 +10,37 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.loop_lag import SWITCH_INTERVAL_S, LoopLag, shorten_gil_handoffs
+from lsp_server.loop_lag import STALL_MS, SWITCH_INTERVAL_S, LoopLag, shorten_gil_handoffs
 from lsp_server.server import rss_mb
 
 
 def test_percentile_and_maximum_of_recorded_lateness() -> None:
     lag = LoopLag()
-    assert lag.figures() == {"loopLagMaxMs": 0.0, "loopLagP99Ms": 0.0, "loopLagTicks": 0}
+    assert lag.figures() == {
+        "loopLagMaxMs": 0.0,
+        "loopLagP99Ms": 0.0,
+        "loopLagTicks": 0,
+        "loopLagStalls": [],
+    }
     for _ in range(99):
         lag.record(0.25)
     lag.record(40.0)
     assert lag.samples == 100
+    assert lag.figures()["loopLagStalls"] == [[100, 40.0]]  # the 100th tick, 40 ms late
     assert lag.max_ms == 40.0
     assert lag.percentile_ms(0.99) == 0.3  # the upper edge of 0.25's 0.1 ms bin
     assert lag.percentile_ms(1.0) == 40.0
     lag.record(5_000.0)  # past the last bin: still the exact maximum
     assert lag.figures()["loopLagMaxMs"] == 5_000.0
+
+
+def test_only_the_recent_stalls_are_kept() -> None:
+    lag = LoopLag()
+    for tick in range(1, 201):
+        lag.record(STALL_MS if tick % 2 else STALL_MS - 0.1)
+    stalls = lag.figures()["loopLagStalls"]
+    assert isinstance(stalls, list) and len(stalls) == 64
+    assert stalls[0] == [73, STALL_MS] and stalls[-1] == [199, STALL_MS]
 
 
 def test_a_blocked_loop_is_reported_late() -> None:
