@@ -328,7 +328,7 @@ def switch_intervals(rows: Rows, target: Any, quick: bool) -> None:
 
     size = 300_000 if quick else 1_500_000
     before, thresholds = sys.getswitchinterval(), gc.get_threshold()
-    texts = iter(code_of_size(size, seed) + "values = (" for seed in range(20, 28))
+    texts = iter(code_of_size(size, seed) + "values = (" for seed in range(20, 32))
 
     def one() -> Callable[[], object]:
         return functools.partial(QuotientBuilder(target).build, next(texts), "\n")

@@ -28,7 +28,8 @@ both for stdio and TCP:
   over :data:`LARGE_BODY` bytes is parsed on a thread, in pieces that hold the GIL
   briefly (:mod:`lsp_server.json_pieces`), with the protocol's
   :meth:`~JsonRpcGuard.prepare` (a server indexes a document's lines there); messages
-  are still handled one at a time, in order.
+  are still handled one at a time, in order.  Over stdio, what the server sends is
+  written by :class:`ThreadedWriter`, never on the event loop.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import functools
 import json
 import logging
 import os
+import queue
 import re
 import sys
 import threading
@@ -52,7 +54,6 @@ import attrs
 from cattrs.errors import ClassValidationError
 from cattrs.v import transform_error
 from lsprotocol import types
-from pygls.io_ import StdoutWriter
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
 
@@ -69,6 +70,7 @@ __all__ = [
     "JsonRpcGuard",
     "Oversized",
     "Parsed",
+    "ThreadedWriter",
     "harden",
     "serve_stdio",
     "serve_tcp",
@@ -888,6 +890,56 @@ async def _serve_stream(
     return 0 if protocol._shutdown else 1
 
 
+class ThreadedWriter:
+    """Writes what the server sends to a binary stream on a thread of its own, in order.
+
+    A write on the event loop blocks it while the pipe is full (a client slow to read
+    stops the whole server), and every write and flush is a system call that hands the
+    GIL over and then waits behind the worker to get it back (``loop_lag``).  The loop
+    only queues the bytes; the thread writes what has queued up with one write and one
+    flush.  After a write fails (the client closed its end) the rest is dropped.
+    :meth:`close` writes what is queued and closes the stream.
+    """
+
+    def __init__(self, stream: typing.BinaryIO) -> None:
+        self._stream = stream
+        self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self.failed = False
+        self._thread = threading.Thread(target=self._run, name="lsp-stdout", daemon=True)
+        self._thread.start()
+
+    def write(self, data: bytes) -> None:
+        self._queue.put(data)
+
+    def _run(self) -> None:
+        while True:
+            data = self._queue.get()
+            pieces = [data]
+            while data is not None and not self._queue.empty():
+                data = self._queue.get()
+                pieces.append(data)
+            closing = pieces[-1] is None
+            if not self.failed:
+                try:
+                    self._stream.write(b"".join(p for p in pieces if p is not None))
+                    self._stream.flush()
+                except (OSError, ValueError) as exc:
+                    self.failed = True
+                    log.error("cannot write to the client (%s): dropping what follows", exc)
+            if closing:
+                return
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Write what is queued (for at most ``timeout`` s), then close the stream (not
+        while the thread is still blocked in a write: the client does not read)."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join(timeout)
+        if not self._thread.is_alive():
+            with contextlib.suppress(OSError, ValueError):
+                self._stream.close()
+
+
 def _guard(server: LanguageServer) -> JsonRpcGuard:
     protocol = server.protocol
     if not isinstance(protocol, JsonRpcGuard):
@@ -915,7 +967,8 @@ def serve_stdio(
     """Serve one client over stdin/stdout; returns the exit code for the process."""
     protocol = _guard(server)
     stdin = stdin or sys.stdin.buffer
-    protocol.set_writer(StdoutWriter(typing.cast(typing.BinaryIO, stdout or sys.stdout.buffer)))
+    writer = ThreadedWriter(typing.cast(typing.BinaryIO, stdout or sys.stdout.buffer))
+    protocol.set_writer(writer)
     server._stop_event = stop = threading.Event()
     read = _raw_reader(stdin)
 
@@ -946,6 +999,7 @@ def serve_stdio(
         return 1
     finally:
         server.shutdown()
+        writer.close()  # what was answered before the input ended still goes out
 
 
 def serve_tcp(
