@@ -291,9 +291,10 @@ class Tally:
     loop_lag: tuple[float, str] = (0.0, "")
     loop_lag_p99: float = 0.0
     #: Per class/case: the loop-lag monitor's ticks, and its stalls (``loopLagStalls``:
-    #: ticks at least ``loop_lag.STALL_MS`` late) as (ms, case), told apart by tick number.
+    #: ticks at least ``loop_lag.STALL_MS`` late) as (ms, the loop's CPU ms meanwhile,
+    #: case), told apart by tick number.
     lag_ticks: Counter[str] = field(default_factory=Counter)
-    lag_stalls: list[tuple[float, str]] = field(default_factory=list)
+    lag_stalls: list[tuple[float, float, str]] = field(default_factory=list)
     rss: list[float] = field(default_factory=list)
     server_starts: int = 0
     output_problems: list[str] = field(default_factory=list)
@@ -527,8 +528,8 @@ class Fuzzer:
             return
         self.tally.lag_ticks[where] += ticks - self.lag_ticks_seen
         for stall in stalls if isinstance(stalls, list) else []:
-            if isinstance(stall, list) and len(stall) == 2 and stall[0] > self.lag_ticks_seen:
-                self.tally.lag_stalls.append((float(stall[1]), where))
+            if isinstance(stall, list) and len(stall) == 3 and stall[0] > self.lag_ticks_seen:
+                self.tally.lag_stalls.append((float(stall[1]), float(stall[2]), where))
         self.lag_ticks_seen = ticks
 
     async def _check_completion(self, record: Sent) -> None:
@@ -1103,8 +1104,12 @@ class Fuzzer:
             "loop_lag_p99_ms": round(t.loop_lag_p99, 1),
             "loop_lag_ticks": sum(t.lag_ticks.values()),
             "loop_lag_stall_ms": STALL_MS,
+            "loop_lag_stalls": len(t.lag_stalls),
+            "loop_lag_stalls_ms": round(sum(ms for ms, _, _ in t.lag_stalls), 1),
+            "loop_lag_stalls_loop_cpu_ms": round(sum(cpu for _, cpu, _ in t.lag_stalls), 1),
             "loop_lag_worst": [
-                [round(ms, 1), where] for ms, where in sorted(t.lag_stalls)[::-1][:10]
+                [round(ms, 1), round(cpu, 1), where]
+                for ms, cpu, where in sorted(t.lag_stalls)[::-1][:10]
             ],
             "loop_lag_by_case": lag_by_case(t.lag_ticks, t.lag_stalls),
             "rss_mb_start": t.rss[0] if t.rss else None,
@@ -1909,18 +1914,29 @@ def resolve_model(spec: str | None) -> str:
 
 
 def lag_by_case(
-    ticks: Counter[str], stalls: Sequence[tuple[float, str]], top: int = 12
+    ticks: Counter[str], stalls: Sequence[tuple[float, float, str]], top: int = 12
 ) -> dict[str, dict[str, float | int]]:
     """The cases with the longest loop-lag stalls, worst first: the monitor's ticks
-    during each, how many were stalls, the longest."""
+    during each, how many were stalls, the longest, and the stalls' total against the
+    loop thread's CPU time meanwhile (the rest it waited: for the GIL, or for the OS)."""
     longest: dict[str, float] = {}
     count: Counter[str] = Counter()
-    for ms, where in stalls:
+    total: dict[str, float] = {}
+    cpu_total: dict[str, float] = {}
+    for ms, cpu, where in stalls:
         longest[where] = max(longest.get(where, 0.0), ms)
         count[where] += 1
+        total[where] = total.get(where, 0.0) + ms
+        cpu_total[where] = cpu_total.get(where, 0.0) + cpu
     worst = sorted(longest, key=lambda where: -longest[where])[:top]
     return {
-        where: {"ticks": ticks[where], "stalls": count[where], "max_ms": round(longest[where], 1)}
+        where: {
+            "ticks": ticks[where],
+            "stalls": count[where],
+            "max_ms": round(longest[where], 1),
+            "stalls_ms": round(total[where], 1),
+            "loop_cpu_ms": round(cpu_total[where], 1),
+        }
         for where in worst
     }
 
@@ -1958,12 +1974,15 @@ def format_summary(r: dict[str, Any]) -> str:
         f"  stall         longest {r['longest_stall_ms']} ms (during {r['longest_stall_case']}); "
         f"probe p50 {r['probe_ms_p50']} ms, p99 {r['probe_ms_p99']} ms over {r['probes']}",
         f"  loop lag      longest {r['longest_loop_lag_ms']} ms (during "
-        f"{r['longest_loop_lag_case']}); p99 {r['loop_lag_p99_ms']} ms (the server's monitor); "
-        f"ticks over {r['loop_lag_stall_ms']} ms by case, worst first:",
+        f"{r['longest_loop_lag_case']}); p99 {r['loop_lag_p99_ms']} ms (the server's monitor)",
+        f"                {r['loop_lag_stalls']} ticks over {r['loop_lag_stall_ms']} ms, "
+        f"{r['loop_lag_stalls_ms']} ms late in all, with {r['loop_lag_stalls_loop_cpu_ms']} ms of "
+        "work on the loop (the rest: waiting for the GIL or the OS); by case, worst first:",
     ]
     for where, row in list(r["loop_lag_by_case"].items())[:8]:
         lines.append(
-            f"      {row['max_ms']:6.1f} ms  {row['stalls']:4d} of {row['ticks']:5d} ticks  {where}"
+            f"      {row['max_ms']:6.1f} ms  {row['stalls']:4d} of {row['ticks']:5d} ticks, "
+            f"{row['stalls_ms']:.0f} ms late with {row['loop_cpu_ms']:.0f} ms of work  {where}"
         )
     lines += [
         f"  memory        {r['rss_mb_start']} MB at start, {r['rss_mb_end']} MB at end, "

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import sys
+import time
 from collections import deque
 from itertools import accumulate
 
@@ -108,27 +109,33 @@ class LoopLag(Periodic):
     """A periodic callback on one event loop that records how late it ran.
 
     The last :data:`_RECENT_STALLS` ticks at least :data:`STALL_MS` late are kept as
-    (tick number, ms): a client that reads the figures now and then (``bench.lsp_fuzz``
-    every 100 ms) tells which of them came since its last read by their numbers, and
-    so what it was sending when they came."""
+    (tick number, ms, the loop thread's CPU ms since the tick before): a client that
+    reads the figures now and then (``bench.lsp_fuzz`` every 100 ms) tells which of
+    them came since its last read by their numbers, and so what it was sending when
+    they came.  The CPU time tells work on the loop from waiting: a stall with little
+    of it was the loop waiting for the GIL or for the OS to run it (``time.thread_time``
+    makes no system call that gives the GIL away)."""
 
     def __init__(self, period_s: float = PERIOD_S) -> None:
         super().__init__(period_s)
         self.max_ms = 0.0
         self.samples = 0
         self._bins = [0] * _BINS
-        self.stalls: deque[tuple[int, float]] = deque(maxlen=_RECENT_STALLS)
+        self.stalls: deque[tuple[int, float, float]] = deque(maxlen=_RECENT_STALLS)
+        self._cpu_s = time.thread_time()
 
     def tick(self, late_s: float) -> None:
-        self.record(late_s * 1e3)
+        cpu_s, self._cpu_s = self._cpu_s, time.thread_time()
+        self.record(late_s * 1e3, (self._cpu_s - cpu_s) * 1e3)
 
-    def record(self, late_ms: float) -> None:
-        """One tick that ran ``late_ms`` late."""
+    def record(self, late_ms: float, cpu_ms: float = 0.0) -> None:
+        """One tick that ran ``late_ms`` late, the loop thread having run ``cpu_ms`` since
+        the tick before."""
         self.samples += 1
         self.max_ms = max(self.max_ms, late_ms)
         self._bins[min(int(late_ms * _BINS_PER_MS), _BINS - 1)] += 1
         if late_ms >= STALL_MS:
-            self.stalls.append((self.samples, round(late_ms, 2)))
+            self.stalls.append((self.samples, round(late_ms, 2), round(cpu_ms, 2)))
 
     def percentile_ms(self, fraction: float) -> float:
         """The lateness that ``fraction`` of the ticks did not exceed (the upper edge of
@@ -141,10 +148,10 @@ class LoopLag(Periodic):
 
     def figures(self) -> dict[str, float | int | list[list[float]]]:
         """The figures ``fimlsp/serverStatus`` reports (milliseconds since the start; the
-        recent stalls as [tick number, ms])."""
+        recent stalls as [tick number, ms, the loop's CPU ms])."""
         return {
             "loopLagMaxMs": round(self.max_ms, 2),
             "loopLagP99Ms": round(self.percentile_ms(0.99), 2),
             "loopLagTicks": self.samples,
-            "loopLagStalls": [[tick, ms] for tick, ms in self.stalls],
+            "loopLagStalls": [list(stall) for stall in self.stalls],
         }

@@ -127,10 +127,16 @@ def test_every_class_ran(summaries: dict[str, dict[str, Any]]) -> None:
 
 def test_loop_lag_stalls_are_told_by_case_worst_first() -> None:
     ticks = Counter({"storm/a": 50, "documents/b": 40, "random/c": 30})
-    stalls = [(6.0, "storm/a"), (30.0, "documents/b"), (9.5, "storm/a")]
+    stalls = [(6.0, 0.5, "storm/a"), (30.0, 25.0, "documents/b"), (9.5, 1.0, "storm/a")]
     assert lag_by_case(ticks, stalls) == {
-        "documents/b": {"ticks": 40, "stalls": 1, "max_ms": 30.0},
-        "storm/a": {"ticks": 50, "stalls": 2, "max_ms": 9.5},
+        "documents/b": {
+            "ticks": 40,
+            "stalls": 1,
+            "max_ms": 30.0,
+            "stalls_ms": 30.0,
+            "loop_cpu_ms": 25.0,
+        },
+        "storm/a": {"ticks": 50, "stalls": 2, "max_ms": 9.5, "stalls_ms": 15.5, "loop_cpu_ms": 1.5},
     }
 
 

@@ -24,9 +24,10 @@ def test_percentile_and_maximum_of_recorded_lateness() -> None:
     }
     for _ in range(99):
         lag.record(0.25)
-    lag.record(40.0)
+    lag.record(40.0, 1.5)
     assert lag.samples == 100
-    assert lag.figures()["loopLagStalls"] == [[100, 40.0]]  # the 100th tick, 40 ms late
+    # The 100th tick, 40 ms late, the loop having run 1.5 ms since the tick before.
+    assert lag.figures()["loopLagStalls"] == [[100, 40.0, 1.5]]
     assert lag.max_ms == 40.0
     assert lag.percentile_ms(0.99) == 0.3  # the upper edge of 0.25's 0.1 ms bin
     assert lag.percentile_ms(1.0) == 40.0
@@ -40,7 +41,7 @@ def test_only_the_recent_stalls_are_kept() -> None:
         lag.record(STALL_MS if tick % 2 else STALL_MS - 0.1)
     stalls = lag.figures()["loopLagStalls"]
     assert isinstance(stalls, list) and len(stalls) == 64
-    assert stalls[0] == [73, STALL_MS] and stalls[-1] == [199, STALL_MS]
+    assert stalls[0] == [73, STALL_MS, 0.0] and stalls[-1] == [199, STALL_MS, 0.0]
 
 
 def test_a_blocked_loop_is_reported_late() -> None:
@@ -60,6 +61,9 @@ def test_a_blocked_loop_is_reported_late() -> None:
     lag = asyncio.run(main())
     assert lag.samples >= 2
     assert lag.max_ms >= (block_s - period_s) * 1e3
+    # The block slept: the loop waited, it did not work (a bound on CPU, not a timing).
+    late, cpu = max((ms, cpu) for _, ms, cpu in lag.stalls)
+    assert cpu < late / 2
     ticks = lag.samples
     time.sleep(2 * period_s)
     assert lag.samples == ticks  # stopped
