@@ -264,6 +264,7 @@ class Document:
         "_ends_through",
         "_pieces",
         "_snapshot",
+        "_units",
         "edited_to",
         "language_id",
         "length",
@@ -288,6 +289,8 @@ class Document:
         self._chars_before: list[int] = []
         self._ends_through: list[int] = []
         self._snapshot: TextSnapshot | None = None
+        #: Per encoding, each piece's length in code units (-1 until first asked).
+        self._units: dict[PositionEncoding, list[int]] = {}
         self.length = 0
         #: Where the last incremental change ended in the text (None after a whole new
         #: text): the cursor read-ahead works for, known without comparing texts.
@@ -362,30 +365,74 @@ class Document:
         before = self._ends_through[piece - 1] if piece else 0
         return before + bisect.bisect_right(self._ends[piece], offset - self._chars_before[piece])
 
-    def _line_text(self, line: int) -> str:
-        """Line ``line`` without its line end."""
-        start = self._start(line)
-        if line + 1 < self.line_count:
-            return self._slice(start, self._start(line + 1)).rstrip("\r\n")
-        return self._slice(start, self.length)
+    def _line_end(self, line: int) -> int:
+        """The offset where line ``line``'s text ends (before its line end)."""
+        if line + 1 >= self.line_count:
+            return self.length
+        end = self._start(line + 1)
+        return end - (2 if self._slice(max(0, end - 2), end) == "\r\n" else 1)
+
+    def _piece_units(self, piece: int, encoding: PositionEncoding) -> int:
+        """Piece ``piece``'s length in code units (counted once per piece and encoding)."""
+        units = self._units.get(encoding)
+        if units is None:
+            units = self._units[encoding] = [-1] * len(self._pieces)
+        count = units[piece]
+        if count < 0:
+            count = units[piece] = code_units(self._pieces[piece], encoding)
+        return count
+
+    def _segments(self, begin: int, end: int) -> Iterable[tuple[int, int, str | None]]:
+        """``text[begin:end]`` piece by piece: (piece, offset of the part, the part, or
+        None where it is the whole piece, whose code units are counted once)."""
+        base = self._chars_before
+        for piece in range(self._piece_at(begin), len(self._pieces)):
+            low, high = max(begin, base[piece]), min(end, base[piece + 1])
+            if low >= high:
+                return
+            whole = low == base[piece] and high == base[piece + 1]
+            yield (
+                piece,
+                low,
+                None if whole else self._pieces[piece][low - base[piece] : high - base[piece]],
+            )
 
     # -- positions -----------------------------------------------------------
 
     def offset_at(self, line: int, character: int, encoding: PositionEncoding = "utf-16") -> int:
-        """The string offset of an LSP position."""
+        """The string offset of an LSP position.
+
+        The line is read piece by piece, each whole piece's code units counted once:
+        a position on a line of millions of characters costs a piece, not the line.
+        """
         if line < 0 or character < 0:
             raise PositionError(f"negative position {line}:{character}")
         if line >= self.line_count:
             raise PositionError(
                 f"line {line} is past the end of the document ({self.line_count} lines)"
             )
-        return self._start(line) + chars_for_units(self._line_text(line), character, encoding)
+        start, end = self._start(line), self._line_end(line)
+        left = character
+        for piece, at, part in self._segments(start, end):
+            units = (
+                self._piece_units(piece, encoding) if part is None else code_units(part, encoding)
+            )
+            if left < units:
+                text = self._pieces[piece] if part is None else part
+                return at + chars_for_units(text, left, encoding)
+            left -= units
+        return end
 
     def position_at(self, offset: int, encoding: PositionEncoding = "utf-16") -> tuple[int, int]:
         """The LSP position (line, character) of a string offset."""
         offset = max(0, min(offset, self.length))
         line = self._line_of(offset)
-        return line, code_units(self._slice(self._start(line), offset), encoding)
+        units = 0
+        for piece, _at, part in self._segments(self._start(line), offset):
+            units += (
+                self._piece_units(piece, encoding) if part is None else code_units(part, encoding)
+            )
+        return line, units
 
     # -- edits ---------------------------------------------------------------
 
@@ -423,11 +470,14 @@ class Document:
         pieces, ends = cut_pieces(region)  # empty only when the whole text went
         self._pieces[first : last + 1] = pieces
         self._ends[first : last + 1] = ends
+        for units in self._units.values():
+            units[first : last + 1] = [-1] * len(pieces)
         self._totals()
         self.edited_to = begin + len(new_text)
 
     def set_text(self, text: str, pieces: tuple[list[str], list[list[int]]] | None = None) -> None:
         """A whole new text (``pieces``: the text cut ahead, :func:`cut_pieces`)."""
         self._pieces, self._ends = cut_pieces(text) if pieces is None else pieces
+        self._units = {}
         self._totals()
         self.edited_to = None

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from lexer.text import line_end_offsets
 from lsp_server import documents
-from lsp_server.documents import Document, PositionEncoding, code_units
+from lsp_server.documents import Document, PositionEncoding, chars_for_units, code_units
 
 ALPHABET = st.sampled_from(["a", "b", " ", "\n", "\r", "\r\n", "é", "🐍", "\ud83d", "\x0c"])
 TEXTS = st.lists(ALPHABET, max_size=40).map("".join)
@@ -39,10 +39,17 @@ def check_against(doc: Document, text: str) -> None:
     assert doc.text == text and doc.length == len(text)
     assert doc.line_starts == [0, *line_end_offsets(text)]
     assert doc.sha256() == hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    starts = doc.line_starts
     for encoding in ENCODINGS:
-        for line, start in enumerate(doc.line_starts):  # inside a pair: its start
+        for line, start in enumerate(starts):  # inside a pair: its start
             if text[start : start + 1] == "🐍" and encoding == "utf-16":
                 assert doc.offset_at(line, 1, encoding) == start
+            # every column, inside characters and past the end, against the whole line
+            end = starts[line + 1] if line + 1 < len(starts) else len(text)
+            whole = text[start:end].rstrip("\r\n")
+            for column in range(code_units(whole, encoding) + 2):
+                expected = start + chars_for_units(whole, column, encoding)
+                assert doc.offset_at(line, column, encoding) == expected
         for offset in range(len(text) + 1):
             line, column = doc.position_at(offset, encoding)
             assert (line, column) == reference_position(text, offset, encoding)
