@@ -15,11 +15,12 @@ longest, and every stall longer than the period is caught.  Lateness is kept in 
 histogram of 0.1 ms bins (the p99) and exactly (the maximum), in constant memory.
 A tick costs a few microseconds: about 0.05 % of a core at the default period.
 
-Most of the lateness under load is no work on the loop at all but its wait for the GIL:
-every system call the loop makes (``select``, a write to stdout, the wake-up from
-another thread) gives the GIL away, and while the worker runs pure Python the loop gets
-it back only when the interpreter's switch interval has run out, 5 ms by default, per
-system call.  :func:`shorten_gil_handoffs` makes that wait 1 ms for the server process.
+Much of the lateness while the worker computes is no work on the loop at all but its
+wait for the GIL: every system call the loop makes (``select``, the wake-up from another
+thread) gives the GIL away, and while the worker runs pure Python the loop gets it back
+only when the interpreter's switch interval has run out, 5 ms by default, per system
+call.  :func:`shorten_gil_handoffs` makes that wait 1 ms for the server process.  On a
+busy machine, the rest is mostly the OS not running the loop thread at all.
 """
 
 from __future__ import annotations

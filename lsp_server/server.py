@@ -423,14 +423,14 @@ def rss_mb() -> float:
 
     One ``pread`` of a descriptor kept open: every system call on the event loop gives
     the GIL away and waits to get it back behind a busy worker (``loop_lag``), and
-    ``open`` / ``read`` / ``close`` of a text file were six of them per status request.
+    opening, reading and closing a text file were several per status request.
     """
     global _statm
     try:
         if _statm is None or _statm[0] != os.getpid():  # a forked child reads its own
             _statm = (os.getpid(), os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC))
         pages = int(os.pread(_statm[1], 256, 0).split()[1])
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError, IndexError, AttributeError):  # no pread, no O_CLOEXEC
         return 0.0
     return pages * _PAGE_BYTES / 2**20
 
