@@ -32,6 +32,7 @@ from lsp_server.jsonrpc import (
     FrameReader,
     JsonRpcGuard,
     Oversized,
+    ThreadedWriter,
     decode_body,
     records,
 )
@@ -726,6 +727,68 @@ def test_tcp(stopping_model: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+# ----------------------------------------------------------------------------- the writer
+
+
+class _Stream:
+    """A binary stream that records its writes; ``fail`` makes writes raise, ``gate``
+    holds a write until it is set."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.written: list[bytes] = []
+        self.flushes = 0
+        self.closed = False
+        self.fail = fail
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def write(self, data: bytes) -> int:
+        self.gate.wait()
+        if self.fail:
+            raise BrokenPipeError("the client closed its end")
+        self.written.append(data)
+        return len(data)
+
+    def flush(self) -> None:
+        self.flushes += 1
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_threaded_writer_writes_in_order_and_drains_on_close() -> None:
+    stream = _Stream()
+    stream.gate.clear()  # the first write blocks: the rest queue up behind it
+    writer = ThreadedWriter(stream)  # type: ignore[arg-type]
+    messages = [f"message {i};".encode() for i in range(200)]
+    for message in messages:
+        writer.write(message)
+    stream.gate.set()
+    writer.close()
+    assert b"".join(stream.written) == b"".join(messages)
+    assert len(stream.written) < len(messages)  # what queued up went out together
+    assert stream.flushes == len(stream.written) and stream.closed
+
+
+def test_threaded_writer_drops_what_follows_a_failed_write() -> None:
+    stream = _Stream(fail=True)
+    writer = ThreadedWriter(stream)  # type: ignore[arg-type]
+    writer.write(b"lost")
+    writer.close()
+    writer.write(b"after close: dropped, no error")
+    assert writer.failed and stream.written == [] and stream.closed
+
+
+def test_threaded_writer_does_not_close_a_stream_it_is_still_writing_to() -> None:
+    stream = _Stream()
+    stream.gate.clear()  # a client that never reads
+    writer = ThreadedWriter(stream)  # type: ignore[arg-type]
+    writer.write(b"stuck")
+    writer.close(timeout=0.05)
+    assert not stream.closed
+    stream.gate.set()
 
 
 # --------------------------------------------------------------------------- untyped params
