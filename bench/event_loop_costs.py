@@ -19,8 +19,13 @@ costs.  Last, how long the loop waits for the GIL while the model worker builds 
 quotient for a hostile document (a 1 ms ticker on the main thread; its longest
 gap, the tick's millisecond included), with the collector as Python's defaults leave
 it, as ``tune_gc`` sets it, and with what survived frozen every 0.1 s as the server's
-loop does (``lsp_server.gc_pacing``); and while a closed document's builder is freed,
+loop does (``lsp_server.gc_pacing``); at CPython's 5 ms switch interval and at the
+server's 1 ms (``loop_lag.shorten_gil_handoffs``) with the builds' times, one build and
+two at once; and while a closed document's builder is freed,
 dropped at once or taken apart by ``lsp_server.release``.
+
+Everything runs at the server's switch interval (``loop_lag.shorten_gil_handoffs``,
+1 ms), except the rows that compare it with CPython's 5 ms.
 
 Each row says which size varies; ``x`` is the ratio of the time at the largest size
 to the time at the previous one, against the ratio of the sizes (linear: equal;
@@ -48,6 +53,7 @@ from lsp_server import completion_item as items
 from lsp_server.documents import Document, cut_pieces
 from lsp_server.gc_pacing import FREEZE_PERIOD_S, collect_everything
 from lsp_server.jsonrpc import LARGE_BODY
+from lsp_server.loop_lag import SWITCH_INTERVAL_S, shorten_gil_handoffs
 from lsp_server.release import take_apart
 from lsp_server.request import Request
 from lsp_server.server import create_server, tune_gc
@@ -315,7 +321,57 @@ def gil_stalls(rows: Rows, quick: bool) -> None:
         finally:
             gc.unfreeze()
             gc.set_threshold(*thresholds)
+    switch_intervals(rows, target, quick)
     freeing(rows, target, quick)
+
+
+def switch_intervals(rows: Rows, target: Any, quick: bool) -> None:
+    """The trade ``loop_lag.shorten_gil_handoffs`` makes: the loop's longest wait for the
+    GIL and the build's time, at CPython's 5 ms switch interval and at fimlsp's, with one
+    build and with two at once (the quotient thread and the worker both in pure Python:
+    they hand the GIL to each other every interval).  Twice each, in the order 5, 1, 1,
+    5 ms, texts that differ every time (nothing cached is reused)."""
+    from quotient_parser.quotient import QuotientBuilder
+
+    size = 300_000 if quick else 1_500_000
+    before, thresholds = sys.getswitchinterval(), gc.get_threshold()
+    texts = iter(code_of_size(size, seed) + "values = (" for seed in range(20, 32))
+
+    def one() -> Callable[[], object]:
+        return functools.partial(QuotientBuilder(target).build, next(texts), "\n")
+
+    def two() -> Callable[[], object]:
+        first, second = one(), one()
+
+        def both() -> None:
+            other = threading.Thread(target=second)
+            other.start()
+            first()
+            other.join()
+
+        return both
+
+    results: dict[tuple[str, float], list[tuple[float, float]]] = {}
+    tune_gc()
+    try:
+        # 5, 1, 1, 5: builds get slower as the process goes on; both intervals get an
+        # early and a late turn.
+        for interval in (0.005, SWITCH_INTERVAL_S, SWITCH_INTERVAL_S, 0.005):
+            sys.setswitchinterval(interval)
+            for builds, work in (("one build", one), ("two builds at once", two)):
+                results.setdefault((builds, interval), []).append(longest_gap(work(), True))
+    finally:
+        sys.setswitchinterval(before)
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
+    for (builds, interval), runs in results.items():
+        rows.add(
+            f"GIL: switch interval {interval * 1e3:g} ms, longest loop gap during {builds} "
+            f"of a {size / 1e6:.1f} MB file (tune_gc, survivors frozen every 0.1 s)",
+            "builds " + " / ".join(f"{took:.0f}" for _, took in runs) + " ms",
+            [1],
+            [max(gap for gap, _ in runs)],
+        )
 
 
 def freeing(rows: Rows, target: Any, quick: bool) -> None:
@@ -427,7 +483,12 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     work = messages_only if args.messages_only else run
-    rows = asyncio.run(work(args.quick, args.sizes))
+    before = sys.getswitchinterval()
+    shorten_gil_handoffs()  # as fimlsp runs
+    try:
+        rows = asyncio.run(work(args.quick, args.sizes))
+    finally:
+        sys.setswitchinterval(before)
     out = out or sys.stdout
     print(json.dumps(rows, indent=1) if args.json else format_rows(rows), file=out)
     return 0

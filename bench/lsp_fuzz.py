@@ -78,6 +78,7 @@ from typing import IO, Any
 from bench.harness import rounded_percentile
 from lexer.text import line_end_offsets
 from lexer.version import NEWEST, SUPPORTED
+from lsp_server.loop_lag import STALL_MS
 
 CLASSES = ("protocol", "framing", "documents", "storm", "random")
 
@@ -282,12 +283,18 @@ class Tally:
     popups: list[str] = field(default_factory=list)
     log_messages: int = 0
     probe_ms: list[float] = field(default_factory=list)
+    #: The longest a probe waited, and the class/case running when it was answered.
     longest_stall: tuple[float, str] = (0.0, "")
     #: The server's own loop-lag monitor (``loopLagMaxMs`` in the probe's answer): the
     #: longest its event loop ran late, and the class/case running when a probe first
     #: saw it; the largest p99 a server reported.
     loop_lag: tuple[float, str] = (0.0, "")
     loop_lag_p99: float = 0.0
+    #: Per class/case: the loop-lag monitor's ticks, and its stalls (``loopLagStalls``:
+    #: ticks at least ``loop_lag.STALL_MS`` late) as (ms, the loop's CPU ms meanwhile,
+    #: case), told apart by tick number.
+    lag_ticks: Counter[str] = field(default_factory=Counter)
+    lag_stalls: list[tuple[float, float, str]] = field(default_factory=list)
     rss: list[float] = field(default_factory=list)
     server_starts: int = 0
     output_problems: list[str] = field(default_factory=list)
@@ -409,6 +416,7 @@ class Fuzzer:
         self.life = 0
         self.retirements = 0
         self.life_started = 0.0
+        self.lag_ticks_seen = 0  # this server's loopLagTicks at its last probe
         self.docs: dict[str, Doc] = {}
         self.pending: dict[str, Sent] = {}
         self.next_id = 0
@@ -485,9 +493,9 @@ class Fuzzer:
         if record.method in COMPLETION_METHODS:
             self.last_completion_answer = asyncio.get_running_loop().time()
 
-    def _stall(self, seconds: float, cls: str) -> None:
+    def _stall(self, seconds: float, where: str) -> None:
         if seconds * 1e3 > self.tally.longest_stall[0]:
-            self.tally.longest_stall = (seconds * 1e3, cls)
+            self.tally.longest_stall = (seconds * 1e3, where)
 
     def background(self, work: Awaitable[None]) -> None:
         """Run ``work`` without waiting for it (the run waits for all of them at the end)."""
@@ -497,7 +505,8 @@ class Fuzzer:
 
     def _probe_answered(self, record: Sent) -> None:
         assert record.answered_at is not None
-        self._stall(record.answered_at - record.sent_at, record.cls)
+        where = f"{self.cls}/{self.case}"
+        self._stall(record.answered_at - record.sent_at, where)
         self.tally.probe_ms.append((record.answered_at - record.sent_at) * 1e3)
         status = record.result if isinstance(record.result, dict) else {}
         rss = status.get("rssMb")
@@ -506,9 +515,22 @@ class Fuzzer:
         lag, p99 = status.get("loopLagMaxMs"), status.get("loopLagP99Ms")
         if isinstance(lag, int | float) and lag > self.tally.loop_lag[0]:
             # It happened since this server's previous probe (100 ms): in this case.
-            self.tally.loop_lag = (float(lag), f"{self.cls}/{self.case}")
+            self.tally.loop_lag = (float(lag), where)
         if isinstance(p99, int | float):
             self.tally.loop_lag_p99 = max(self.tally.loop_lag_p99, float(p99))
+        self._lag_by_case(status, where)
+
+    def _lag_by_case(self, status: dict[str, Any], where: str) -> None:
+        """The monitor's ticks and stalls since this server's previous probe, counted for
+        the case running now (ticks are numbered: none is counted twice)."""
+        ticks, stalls = status.get("loopLagTicks"), status.get("loopLagStalls")
+        if not isinstance(ticks, int) or ticks <= self.lag_ticks_seen:
+            return
+        self.tally.lag_ticks[where] += ticks - self.lag_ticks_seen
+        for stall in stalls if isinstance(stalls, list) else []:
+            if isinstance(stall, list) and len(stall) == 3 and stall[0] > self.lag_ticks_seen:
+                self.tally.lag_stalls.append((float(stall[1]), float(stall[2]), where))
+        self.lag_ticks_seen = ticks
 
     async def _check_completion(self, record: Sent) -> None:
         assert record.check is not None
@@ -813,6 +835,7 @@ class Fuzzer:
         self.server = Server(self.options.server, self.on_message)
         await self.server.start()
         self.life_started = time.perf_counter()
+        self.lag_ticks_seen = 0
         self.log(f"server {self.life} started")
         early = [c for c in ("protocol", "storm") if c in self.options.classes]
         for cls in early:  # abuse before initialize, by the classes that do
@@ -865,7 +888,8 @@ class Fuzzer:
         now = time.perf_counter()
         for record in [r for r in self.pending.values() if r.life == self.life]:
             if record.case == "probe" and (stalled or not (crashed or deaf)):
-                self._stall(now - record.sent_at, record.cls)  # at least this long
+                # At least this long, in the case that silenced it.
+                self._stall(now - record.sent_at, f"{record.cls}/{self.case}")
         # What was sent after the server's last answer is lost with it; what it left
         # unanswered before that stays unanswered.
         for record in [r for r in self.pending.values() if r.life == self.life]:
@@ -1070,13 +1094,24 @@ class Fuzzer:
             "unresponsive": t.unresponsive,
             "exit_code_mismatches": t.exit_codes,
             "longest_stall_ms": round(t.longest_stall[0], 1),
-            "longest_stall_class": t.longest_stall[1],
+            "longest_stall_class": t.longest_stall[1].partition("/")[0],
+            "longest_stall_case": t.longest_stall[1],
             "probe_ms_p50": rounded_percentile(t.probe_ms, 50),
             "probe_ms_p99": rounded_percentile(t.probe_ms, 99),
             "probes": len(t.probe_ms),
             "longest_loop_lag_ms": round(t.loop_lag[0], 1),
             "longest_loop_lag_case": t.loop_lag[1],
             "loop_lag_p99_ms": round(t.loop_lag_p99, 1),
+            "loop_lag_ticks": sum(t.lag_ticks.values()),
+            "loop_lag_stall_ms": STALL_MS,
+            "loop_lag_stalls": len(t.lag_stalls),
+            "loop_lag_stalls_ms": round(sum(ms for ms, _, _ in t.lag_stalls), 1),
+            "loop_lag_stalls_loop_cpu_ms": round(sum(cpu for _, cpu, _ in t.lag_stalls), 1),
+            "loop_lag_worst": [
+                [round(ms, 1), round(cpu, 1), where]
+                for ms, cpu, where in sorted(t.lag_stalls)[::-1][:10]
+            ],
+            "loop_lag_by_case": lag_by_case(t.lag_ticks, t.lag_stalls),
             "rss_mb_start": t.rss[0] if t.rss else None,
             "rss_mb_end": t.rss[-1] if t.rss else None,
             "rss_mb_max": max(t.rss) if t.rss else None,
@@ -1878,6 +1913,34 @@ def resolve_model(spec: str | None) -> str:
     return str(tiny_model_cached("starcoder", **STOPPING_MODEL))
 
 
+def lag_by_case(
+    ticks: Counter[str], stalls: Sequence[tuple[float, float, str]], top: int = 12
+) -> dict[str, dict[str, float | int]]:
+    """The cases with the longest loop-lag stalls, worst first: the monitor's ticks
+    during each, how many were stalls, the longest, and the stalls' total against the
+    loop thread's CPU time meanwhile (the rest it waited: for the GIL, or for the OS)."""
+    longest: dict[str, float] = {}
+    count: Counter[str] = Counter()
+    total: dict[str, float] = {}
+    cpu_total: dict[str, float] = {}
+    for ms, cpu, where in stalls:
+        longest[where] = max(longest.get(where, 0.0), ms)
+        count[where] += 1
+        total[where] = total.get(where, 0.0) + ms
+        cpu_total[where] = cpu_total.get(where, 0.0) + cpu
+    worst = sorted(longest, key=lambda where: -longest[where])[:top]
+    return {
+        where: {
+            "ticks": ticks[where],
+            "stalls": count[where],
+            "max_ms": round(longest[where], 1),
+            "stalls_ms": round(total[where], 1),
+            "loop_cpu_ms": round(cpu_total[where], 1),
+        }
+        for where in worst
+    }
+
+
 def format_summary(r: dict[str, Any]) -> str:
     lines = [
         f"lsp fuzz: {r['messages_sent']} messages, {r['requests_sent']} requests in "
@@ -1908,10 +1971,20 @@ def format_summary(r: dict[str, Any]) -> str:
     for item in r["exit_code_mismatches"][:5]:
         lines.append(f"      {item['case']}: expected {item['expected']}, got {item['got']}")
     lines += [
-        f"  stall         longest {r['longest_stall_ms']} ms (during {r['longest_stall_class']}); "
+        f"  stall         longest {r['longest_stall_ms']} ms (during {r['longest_stall_case']}); "
         f"probe p50 {r['probe_ms_p50']} ms, p99 {r['probe_ms_p99']} ms over {r['probes']}",
         f"  loop lag      longest {r['longest_loop_lag_ms']} ms (during "
         f"{r['longest_loop_lag_case']}); p99 {r['loop_lag_p99_ms']} ms (the server's monitor)",
+        f"                {r['loop_lag_stalls']} ticks over {r['loop_lag_stall_ms']} ms, "
+        f"{r['loop_lag_stalls_ms']} ms late in all, with {r['loop_lag_stalls_loop_cpu_ms']} ms of "
+        "work on the loop (the rest: waiting for the GIL or the OS); by case, worst first:",
+    ]
+    for where, row in list(r["loop_lag_by_case"].items())[:8]:
+        lines.append(
+            f"      {row['max_ms']:6.1f} ms  {row['stalls']:4d} of {row['ticks']:5d} ticks, "
+            f"{row['stalls_ms']:.0f} ms late with {row['loop_cpu_ms']:.0f} ms of work  {where}"
+        )
+    lines += [
         f"  memory        {r['rss_mb_start']} MB at start, {r['rss_mb_end']} MB at end, "
         f"max {r['rss_mb_max']} MB",
         f"  desyncs       {r['desyncs']} {r['desync_cases'] or ''}",

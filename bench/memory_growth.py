@@ -23,10 +23,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ctypes
+import functools
 import gc
 import json
 import sys
 import tracemalloc
+import types
 from collections.abc import Sequence
 from typing import IO, Any
 
@@ -66,7 +68,16 @@ def _tables(server: Any) -> dict[str, Any]:
         "builder_right_table": sum(len(c.table) for r in rights for c in r.values()),
         "recent_backward_parses": sum(len(keep) for keep in suffix._RECENT_PARSES),
     }
-    automata = [o for o in gc.get_objects() if isinstance(o, Automaton)]
+    tables["frozen_objects"] = gc.get_freeze_count()  # set aside by gc.freeze
+    everything = _every_object()
+    census: dict[str, int] = {}
+    for obj in everything:
+        kind = type(obj).__qualname__
+        census[kind] = census.get(kind, 0) + 1
+    # The types the collector tracks most objects of (what grows shows between storms).
+    tables["census"] = dict(sorted(census.items(), key=lambda kv: -kv[1])[:40])
+    automata = [o for o in everything if isinstance(o, Automaton)]
+    del everything
     forward = {id(r.automaton): str(v) for v, r in Recognizer._cache.items()}
     backward = {id(found[0]): str(v) for v, found in suffix._REVERSED.items()}
     retired = [a for a in automata if id(a) not in forward and id(a) not in backward]
@@ -95,15 +106,25 @@ class _MallInfo2(ctypes.Structure):
     ]
 
 
+@functools.cache
+def _libc() -> Any:
+    """glibc, loaded once (every ``ctypes.CDLL`` makes a class: cyclic garbage a call)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _MallInfo2
+        libc.malloc_trim  # noqa: B018 - both or neither
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
 def _malloc_mb() -> dict[str, float] | None:
     """glibc's own account (``mallinfo2``): bytes in use, free but kept in its heaps
     (fragmentation a trim may return), and mapped directly; None without glibc."""
-    try:
-        mallinfo2 = ctypes.CDLL("libc.so.6").mallinfo2
-    except (OSError, AttributeError):
+    libc = _libc()
+    if libc is None:
         return None
-    mallinfo2.restype = _MallInfo2
-    info = mallinfo2()
+    info = libc.mallinfo2()
     return {
         "inUseMb": round(info.uordblks / 2**20, 1),
         "freeMb": round(info.fordblks / 2**20, 1),
@@ -111,22 +132,61 @@ def _malloc_mb() -> dict[str, float] | None:
     }
 
 
+def _every_object() -> list[Any]:
+    """Every object the collector tracks, the frozen ones too (``gc.get_objects``
+    alone skips what ``gc.freeze`` set aside, which in the server is almost all)."""
+    gc.unfreeze()
+    try:
+        return gc.get_objects()
+    finally:
+        gc.freeze()
+
+
 def _cyclic_garbage() -> dict[str, Any]:
-    """Collect, keeping what the collector found (``DEBUG_SAVEALL``): the cyclic
-    garbage that was waiting, counted by type, and the resident memory after."""
+    """Collect everything, the frozen objects too, keeping what the collector found
+    (``DEBUG_SAVEALL``): the cyclic garbage that was waiting, counted by type (the
+    project's own classes always, the rest the largest), its size (``sys.getsizeof``
+    of each object, not what it holds outside the cycle), the functions whose frames
+    were in it (exceptions kept with their tracebacks), the classes in it (made at run
+    time), and the resident memory after."""
+    own = ("quotient_parser", "lexer", "lsp_server", "bench")
     gc.set_debug(gc.DEBUG_SAVEALL)
+    gc.unfreeze()
     try:
         found = gc.collect()
         by_type: dict[str, int] = {}
+        frames: dict[str, int] = {}
+        classes: dict[str, int] = {}
+        size = 0
         for obj in gc.garbage:
-            name = type(obj).__name__
+            kind = type(obj)
+            name = kind.__name__
+            if kind.__module__.split(".")[0] in own:
+                name = f"{kind.__module__}.{name}"
             by_type[name] = by_type.get(name, 0) + 1
+            size += sys.getsizeof(obj)
+            if isinstance(obj, type):  # classes made at run time, and by whom
+                where = f"{obj.__module__}.{obj.__qualname__}"
+                classes[where] = classes.get(where, 0) + 1
+            elif isinstance(obj, types.FrameType):
+                code = obj.f_code
+                where = f"{code.co_filename.rsplit('/', 2)[-1]}:{code.co_name}"
+                frames[where] = frames.get(where, 0) + 1
         gc.garbage.clear()
     finally:
         gc.set_debug(0)
     gc.collect()  # what was saved is unreachable again: free it
-    top = sorted(by_type.items(), key=lambda kv: -kv[1])[:12]
-    return {"objects": found, "byType": dict(top), "rssAfterMb": _rss_mb()}
+    gc.freeze()
+    top = sorted(by_type.items(), key=lambda kv: -kv[1])
+    shown = {k: v for i, (k, v) in enumerate(top) if i < 12 or k.split(".")[0] in own}
+    return {
+        "objects": found,
+        "kb": round(size / 1024, 1),
+        "byType": shown,
+        "frames": frames,
+        "classes": classes,
+        "rssAfterMb": _rss_mb(),
+    }
 
 
 def _frame(frame: tracemalloc.Frame) -> str:
@@ -193,12 +253,10 @@ def serve(frames: int, max_states: int | None = None) -> int:
                     }
                 )
         previous[:] = [snapshot]
-        try:
-            trim = ctypes.CDLL("libc.so.6").malloc_trim
-            trim(0)
-            trimmed = _rss_mb()
-        except (OSError, AttributeError):
-            trimmed = rss
+        libc = _libc()
+        if libc is not None:
+            libc.malloc_trim(0)
+        trimmed = _rss_mb() if libc is not None else rss
         return {
             "rssMb": rss,
             "rssAfterTrimMb": trimmed,
@@ -245,8 +303,14 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             record = await fuzzer.request(
                 "bench/heap", {"plain": args.plain, "collect": args.collect}
             )
-            await fuzzer.wait_for([record], 120)
+            await fuzzer.wait_for([record], HEAP_TIMEOUT_S)
             row = record.result if isinstance(record.result, dict) else {}
+            if record.answered_at is None or record.code:  # said, not a KeyError later
+                row["unanswered" if record.answered_at is None else "errorCode"] = (
+                    record.code or True
+                )
+            else:
+                row["heapSeconds"] = round(record.answered_at - record.sent_at, 2)
             row["storm"] = storm
             rows.append(row)
             if args.progress:
@@ -268,6 +332,11 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         "secondHalfGrowthMbPerStorm": growth_per_storm(rows),
         "rows": rows,
     }
+
+
+#: Seconds ``bench/heap`` may take: under ``tracemalloc`` a snapshot and its comparison
+#: with the last one walk every traced block (tens of seconds late in a long run).
+HEAP_TIMEOUT_S = 600.0
 
 
 def growth_per_storm(rows: Sequence[dict[str, Any]]) -> float | None:
@@ -406,6 +475,9 @@ def format_report(report: dict[str, Any]) -> str:
     ]
     for row in rows:
         tables = row.get("tables", {})
+        if row.get("rssMb") is None:  # the server did not answer ``bench/heap`` in time
+            lines.append(f"{row['storm']:5d}  no answer ({row})")
+            continue
         states = sum(v["states"] for k, v in tables.items() if k.startswith("automaton_"))
         lines.append(
             f"{row['storm']:5d}  {row['rssMb']:6.1f}  {row['rssAfterTrimMb'] or 0.0:10.1f}  "

@@ -5,7 +5,10 @@ GIL all along, so the event loop waits for as long as it takes.  A full (generat
 pass is as long as the heap: with the quotient parser's states for a 1.5 MB file alive,
 about 150 ms (``python -m bench.event_loop_costs``: "GIL: longest loop gap while
 building the quotient"), the largest loop lag ``bench.lsp_fuzz`` saw.  Yet what the
-server keeps alive is almost never cyclic garbage: those passes find tens of objects.
+server keeps alive is almost never cyclic garbage: the parser's quotients and states, the
+planner's interrupted builds, the model's token arrays and the untyped messages are
+built without reference cycles (``tests/test_memory_bounds.py``,
+``bench.memory_growth --collect``), so those passes find next to nothing.
 
 So what has survived is set aside from the collector's reach, often:
 
@@ -16,6 +19,7 @@ So what has survived is set aside from the collector's reach, often:
   pass then walks only what was made since the last freeze: a fraction of a second of
   allocations, a few milliseconds.  Frozen objects are still freed by reference
   counting; only a reference cycle that became garbage before it was collected stays
+  (which is why the server's own objects must make none)
   until the next full pass over everything, which the freezer makes every
   :data:`RECLAIM_PERIOD_S` at a moment when no request is waiting
   (:meth:`SurvivorFreezer.reclaim`: ``gc.unfreeze``, ``gc.collect``, ``gc.freeze``; it

@@ -28,17 +28,20 @@ both for stdio and TCP:
   over :data:`LARGE_BODY` bytes is parsed on a thread, in pieces that hold the GIL
   briefly (:mod:`lsp_server.json_pieces`), with the protocol's
   :meth:`~JsonRpcGuard.prepare` (a server indexes a document's lines there); messages
-  are still handled one at a time, in order.
+  are still handled one at a time, in order.  Over stdio, what the server sends is
+  written by :class:`ThreadedWriter`, never on the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import json
 import logging
 import os
+import queue
 import re
 import sys
 import threading
@@ -52,7 +55,6 @@ import attrs
 from cattrs.errors import ClassValidationError
 from cattrs.v import transform_error
 from lsprotocol import types
-from pygls.io_ import StdoutWriter
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
 
@@ -69,6 +71,7 @@ __all__ = [
     "JsonRpcGuard",
     "Oversized",
     "Parsed",
+    "ThreadedWriter",
     "harden",
     "serve_stdio",
     "serve_tcp",
@@ -802,6 +805,24 @@ class JsonRpcGuard(LanguageServerProtocol):
 
     # ------------------------------------------------------------ deserializing
 
+    def warm_up(self) -> None:
+        """Have the converter make its functions for every method handled and sent now,
+        before serving: cattrs generates each message type's (un)structuring code on
+        first use, 2-4 ms on the event loop for the first ``didOpen``, ``didChange`` or
+        completion request of a session (0.5 ms once warm; ``initialize``'s answer still
+        makes the functions of the capabilities it holds, once).  About 50 ms."""
+        for method in {*self.fm.features, *_SENT_METHODS}:
+            entry = types.METHOD_TO_TYPES.get(method)
+            if entry is None:
+                continue
+            message_type, response_type = entry[0], entry[1]
+            with contextlib.suppress(Exception):  # a hook cattrs cannot make: made at use
+                self._converter.get_structure_hook(message_type)
+                self._converter.get_unstructure_hook(message_type)
+                if response_type is not None:
+                    self._converter.get_unstructure_hook(response_type)
+                    self._converter.get_structure_hook(response_type)
+
     def _structure(self, method: str, message: dict[str, Any], request: bool) -> Any:
         """The message as pygls' handlers take it, or what is wrong with it (a str)."""
         message_type = self.get_message_type(method)
@@ -813,9 +834,49 @@ class JsonRpcGuard(LanguageServerProtocol):
             if params_type is not None and _all_optional(params_type):
                 message = {**message, "params": {}}  # e.g. `initialized` without params
         try:
+            if message_type in (JsonRPCRequestMessage, JsonRPCNotification):
+                message = {**message, "params": records(message["params"])}
             return self._converter.structure(message, message_type)
         except Exception as exc:
             return describe_structure_error(exc)
+
+
+def records(params: Any) -> Any:
+    """Untyped params (a method lsprotocol does not know) as pygls makes them, an object
+    as named tuples all the way down, but of classes made once per name and keys: pygls
+    makes a class for every object of every message (``namedtuple``), about 6 KB of
+    cyclic garbage each, which the collector pacing (``gc_pacing``) may freeze for
+    minutes (``fimlsp/serverStatus`` polled ten times a second made 60 KB/s)."""
+    if not isinstance(params, dict):
+        return params
+    params = dict(params)
+    return _records(params, params.pop("type_name", "Object"))
+
+
+def _records(value: Any, name: Any) -> Any:
+    if isinstance(value, list):
+        return [_records(item, name) for item in value]
+    if not isinstance(value, dict):
+        return value
+    values = [_records(item, name) for item in value.values()]
+    if not isinstance(name, str):  # pygls' error, whatever namedtuple raises
+        return collections.namedtuple(name, tuple(value), rename=True)(*values)
+    return _record_class(name, tuple(value))(*values)
+
+
+@functools.lru_cache(maxsize=1024)
+def _record_class(name: str, fields: tuple[str, ...]) -> Any:
+    return collections.namedtuple(name, fields, rename=True)
+
+
+#: What the server sends of its own (besides answers): warmed up with the handled methods.
+_SENT_METHODS = (
+    types.WINDOW_LOG_MESSAGE,
+    types.WINDOW_SHOW_MESSAGE,
+    types.WINDOW_WORK_DONE_PROGRESS_CREATE,
+    types.PROGRESS,
+    types.WORKSPACE_CONFIGURATION,
+)
 
 
 def _is_notification(method: str) -> bool:
@@ -888,6 +949,56 @@ async def _serve_stream(
     return 0 if protocol._shutdown else 1
 
 
+class ThreadedWriter:
+    """Writes what the server sends to a binary stream on a thread of its own, in order.
+
+    A write on the event loop blocks it while the pipe is full (a client slow to read
+    stops the whole server), and every write and flush is a system call that hands the
+    GIL over and then waits behind the worker to get it back (``loop_lag``).  The loop
+    only queues the bytes; the thread writes what has queued up with one write and one
+    flush.  After a write fails (the client closed its end) the rest is dropped.
+    :meth:`close` writes what is queued and closes the stream.
+    """
+
+    def __init__(self, stream: typing.BinaryIO) -> None:
+        self._stream = stream
+        self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self.failed = False
+        self._thread = threading.Thread(target=self._run, name="lsp-stdout", daemon=True)
+        self._thread.start()
+
+    def write(self, data: bytes) -> None:
+        self._queue.put(data)
+
+    def _run(self) -> None:
+        while True:
+            data = self._queue.get()
+            pieces = [data]
+            while data is not None and not self._queue.empty():
+                data = self._queue.get()
+                pieces.append(data)
+            closing = pieces[-1] is None
+            if not self.failed:
+                try:
+                    self._stream.write(b"".join(p for p in pieces if p is not None))
+                    self._stream.flush()
+                except (OSError, ValueError) as exc:
+                    self.failed = True
+                    log.error("cannot write to the client (%s): dropping what follows", exc)
+            if closing:
+                return
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Write what is queued (for at most ``timeout`` s), then close the stream (not
+        while the thread is still blocked in a write: the client does not read)."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join(timeout)
+        if not self._thread.is_alive():
+            with contextlib.suppress(OSError, ValueError):
+                self._stream.close()
+
+
 def _guard(server: LanguageServer) -> JsonRpcGuard:
     protocol = server.protocol
     if not isinstance(protocol, JsonRpcGuard):
@@ -915,7 +1026,9 @@ def serve_stdio(
     """Serve one client over stdin/stdout; returns the exit code for the process."""
     protocol = _guard(server)
     stdin = stdin or sys.stdin.buffer
-    protocol.set_writer(StdoutWriter(typing.cast(typing.BinaryIO, stdout or sys.stdout.buffer)))
+    writer = ThreadedWriter(typing.cast(typing.BinaryIO, stdout or sys.stdout.buffer))
+    protocol.set_writer(writer)
+    protocol.warm_up()
     server._stop_event = stop = threading.Event()
     read = _raw_reader(stdin)
 
@@ -946,6 +1059,7 @@ def serve_stdio(
         return 1
     finally:
         server.shutdown()
+        writer.close()  # what was answered before the input ended still goes out
 
 
 def serve_tcp(
@@ -956,6 +1070,7 @@ def serve_tcp(
 ) -> int:
     """Serve the first client that connects on ``host:port``; returns the exit code."""
     protocol = _guard(server)
+    protocol.warm_up()
     server._stop_event = stop = threading.Event()
 
     async def main() -> int:

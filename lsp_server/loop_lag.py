@@ -14,20 +14,58 @@ all when it falls between two ticks: the maximum over many stalls approaches the
 longest, and every stall longer than the period is caught.  Lateness is kept in a
 histogram of 0.1 ms bins (the p99) and exactly (the maximum), in constant memory.
 A tick costs a few microseconds: about 0.05 % of a core at the default period.
+
+Much of the lateness while the worker computes is no work on the loop at all but its
+wait for the GIL: every system call the loop makes (``select``, the wake-up from another
+thread) gives the GIL away, and while the worker runs pure Python the loop gets it back
+only when the interpreter's switch interval has run out, 5 ms by default, per system
+call.  :func:`shorten_gil_handoffs` makes that wait 1 ms for the server process.  On a
+busy machine, the rest is mostly the OS not running the loop thread at all.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+import sys
+import time
+from collections import deque
 from itertools import accumulate
 
-__all__ = ["PERIOD_S", "LoopLag", "Periodic"]
+__all__ = [
+    "PERIOD_S",
+    "STALL_MS",
+    "SWITCH_INTERVAL_S",
+    "LoopLag",
+    "Periodic",
+    "shorten_gil_handoffs",
+]
 
 #: Seconds between the monitor's ticks.
 PERIOD_S = 0.01
+#: The interpreter's switch interval in the server process (seconds; CPython's is 5 ms).
+SWITCH_INTERVAL_S = 0.001
+#: A tick at least this late (ms) is kept, with its number, among the recent stalls.
+STALL_MS = 5.0
+_RECENT_STALLS = 64
 _BINS_PER_MS = 10
 _BINS = 10_000  # up to 1 s; later is counted in the last bin (the maximum is exact)
+
+
+def shorten_gil_handoffs(interval_s: float = SWITCH_INTERVAL_S) -> None:
+    """Make a thread that wants the GIL wait at most ``interval_s`` for a busy one.
+
+    The event loop hands the GIL over at every system call and waits to get it back
+    behind the worker's pure-Python quotient builds and decoding: up to the switch
+    interval each time, several times per message.  A sampling of the loop thread's
+    stack at its late ticks under ``bench.lsp_fuzz`` found it in ``select``, a write to
+    stdout or a read of ``/proc`` nearly every time, with the worker in the recognizer.
+    A shorter interval costs the worker only the switches the loop asks for (an idle
+    loop sleeps in ``select`` without the GIL); ``docs/architecture.md`` has the
+    figures.  Called once by ``fimlsp`` before serving, not on import: it is
+    process-wide.
+    """
+    sys.setswitchinterval(interval_s)
 
 
 class Periodic:
@@ -69,22 +107,36 @@ class Periodic:
 
 
 class LoopLag(Periodic):
-    """A periodic callback on one event loop that records how late it ran."""
+    """A periodic callback on one event loop that records how late it ran.
+
+    The last :data:`_RECENT_STALLS` ticks at least :data:`STALL_MS` late are kept as
+    (tick number, ms, the loop thread's CPU ms since the tick before): a client that
+    reads the figures now and then (``bench.lsp_fuzz`` every 100 ms) tells which of
+    them came since its last read by their numbers, and so what it was sending when
+    they came.  The CPU time tells work on the loop from waiting: a stall with little
+    of it was the loop waiting for the GIL or for the OS to run it (``time.thread_time``
+    makes no system call that gives the GIL away)."""
 
     def __init__(self, period_s: float = PERIOD_S) -> None:
         super().__init__(period_s)
         self.max_ms = 0.0
         self.samples = 0
         self._bins = [0] * _BINS
+        self.stalls: deque[tuple[int, float, float]] = deque(maxlen=_RECENT_STALLS)
+        self._cpu_s = time.thread_time()
 
     def tick(self, late_s: float) -> None:
-        self.record(late_s * 1e3)
+        cpu_s, self._cpu_s = self._cpu_s, time.thread_time()
+        self.record(late_s * 1e3, (self._cpu_s - cpu_s) * 1e3)
 
-    def record(self, late_ms: float) -> None:
-        """One tick that ran ``late_ms`` late."""
+    def record(self, late_ms: float, cpu_ms: float = 0.0) -> None:
+        """One tick that ran ``late_ms`` late, the loop thread having run ``cpu_ms`` since
+        the tick before."""
         self.samples += 1
         self.max_ms = max(self.max_ms, late_ms)
         self._bins[min(int(late_ms * _BINS_PER_MS), _BINS - 1)] += 1
+        if late_ms >= STALL_MS:
+            self.stalls.append((self.samples, round(late_ms, 2), round(cpu_ms, 2)))
 
     def percentile_ms(self, fraction: float) -> float:
         """The lateness that ``fraction`` of the ticks did not exceed (the upper edge of
@@ -95,10 +147,12 @@ class LoopLag(Periodic):
         index = bisect.bisect_left(totals, fraction * self.samples)
         return min(self.max_ms, (min(index, _BINS - 1) + 1) / _BINS_PER_MS)
 
-    def figures(self) -> dict[str, float | int]:
-        """The figures ``fimlsp/serverStatus`` reports (milliseconds since the start)."""
+    def figures(self) -> dict[str, float | int | list[list[float]]]:
+        """The figures ``fimlsp/serverStatus`` reports (milliseconds since the start; the
+        recent stalls as [tick number, ms, the loop's CPU ms])."""
         return {
             "loopLagMaxMs": round(self.max_ms, 2),
             "loopLagP99Ms": round(self.percentile_ms(0.99), 2),
             "loopLagTicks": self.samples,
+            "loopLagStalls": [list(stall) for stall in self.stalls],
         }

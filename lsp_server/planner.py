@@ -159,10 +159,12 @@ class Planner:
         )
         building = self._start_quotient(request, target.version)
         read = self._read_prompt(request, model, choice, building)
-        try:
-            quotient = building.result()
-        except BuildInterrupted:
+        # Asked without raising: ``result()`` would raise the future's exception through
+        # this frame, whose locals hold the future: a reference cycle that outlives the
+        # request, frozen by ``gc_pacing`` before it dies and so kept until a full pass.
+        if isinstance(building.exception(), BuildInterrupted):
             return _nothing(request, state, StopReason.CANCELLED)
+        quotient = building.result()
         figures = {"promptTokens": len(choice.prompt), "promptEvaluated": choice.uncached}
         with self._lock:
             self.prompt_tokens += len(choice.prompt)

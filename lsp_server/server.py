@@ -36,7 +36,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import mmap
 import os
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -406,18 +408,31 @@ class FimLanguageServer(LanguageServer):
             "model": self.engine.detected,
             "rssMb": round(rss_mb(), 1),
             **self.loop_lag.figures(),
+            "switchIntervalMs": round(sys.getswitchinterval() * 1e3, 3),
             **self.gc_freezer.counters(),
         }
 
 
+#: ``/proc/self/statm``, kept open by the process that opened it: (pid, descriptor).
+_statm: tuple[int, int] | None = None
+_PAGE_BYTES = mmap.PAGESIZE
+
+
 def rss_mb() -> float:
-    """Resident memory of this process (Linux /proc; 0 where unavailable)."""
+    """Resident memory of this process (Linux /proc; 0 where unavailable).
+
+    One ``pread`` of a descriptor kept open: every system call on the event loop gives
+    the GIL away and waits to get it back behind a busy worker (``loop_lag``), and
+    opening, reading and closing a text file were several per status request.
+    """
+    global _statm
     try:
-        with open("/proc/self/statm", encoding="ascii") as statm:
-            pages = int(statm.read().split()[1])
-    except (OSError, ValueError, IndexError):
+        if _statm is None or _statm[0] != os.getpid():  # a forked child reads its own
+            _statm = (os.getpid(), os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC))
+        pages = int(os.pread(_statm[1], 256, 0).split()[1])
+    except (OSError, ValueError, IndexError, AttributeError):  # no pread, no O_CLOEXEC
         return 0.0
-    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+    return pages * _PAGE_BYTES / 2**20
 
 
 # -------------------------------------------------------------------- handlers

@@ -316,7 +316,12 @@ class FinishAnalysis:
     """Distances to a finish for the states of one quotient (``Quotient.finish``)."""
 
     def __init__(self, quotient: Quotient):
-        self.quotient = quotient
+        # The quotient holds its analysis (``Quotient.finish``): held weakly, the pair is
+        # freed by reference counting, not only by a full collection (the server makes
+        # those rare: ``lsp_server/gc_pacing.py``).
+        self._quotient = weakref.ref(quotient)
+        self.right = quotient.right
+        self.empty = quotient.empty
         recognizer = quotient.recognizer
         self.recognizer = recognizer
         self.tables = yield_tables(recognizer.grammar, recognizer.automaton)
@@ -336,16 +341,21 @@ class FinishAnalysis:
     unreachable = INFINITE
 
     @property
+    def quotient(self) -> Quotient:
+        """The quotient analysed (alive while its states are)."""
+        quotient = self._quotient()
+        assert quotient is not None, "a finish analysis outlived its quotient"
+        return quotient
+
+    @property
     def views(self) -> list[RightView]:
         """How R can begin (computed on first use, shared by quotients with the same R)."""
         if self._views is None:
             version = tuple(self.recognizer.version)
-            key = ((version[0], version[1]), self.quotient.right)
+            key = ((version[0], version[1]), self.right)
             views = _VIEWS.get(key)
             if views is None:
-                views = right_views(
-                    self.tables, self.recognizer.classify, self.quotient.right, key[0]
-                )
+                views = right_views(self.tables, self.recognizer.classify, self.right, key[0])
                 _VIEWS[key] = views
                 while len(_VIEWS) > _VIEWS_KEPT:
                     _VIEWS.popitem(last=False)
@@ -384,7 +394,7 @@ class FinishAnalysis:
 
     def _bound(self, state: RecognizerState, natural: bool) -> tuple[int, int]:
         lex, chart = state.lex, state.chart
-        if lex is None or chart is None or self.quotient.empty:
+        if lex is None or chart is None or self.empty:
             return INFINITE, INFINITE
         if lex.fstring_quotes:
             return 0, 0  # inside an f-string: not analysed
@@ -442,7 +452,7 @@ class FinishAnalysis:
             self._string_views[head] = string_view(
                 self.tables,
                 self.recognizer.classify,
-                self.quotient.right,
+                self.right,
                 (version[0], version[1]),
                 head,
             )

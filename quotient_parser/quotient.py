@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -382,19 +383,45 @@ class Quotient:
         #: Middles must not leave the construct at the cursor (``inside.py``).
         self.stay_inside = stay_inside
         self._inside_empty: bool | None = None  # decided by ``inside_empty``
-        #: The state before any middle, without the ``stay_inside`` restriction.
-        self.free_initial = QuotientState(self, left_state)
-        self.initial = self.free_initial
+        self._hold_initial(left_state)
         if stay_inside:
-            from .inside import InsideState
-
-            self.initial = InsideState(self, left_state, False)
             if not self.empty:
                 # Worked out now, with the build, rather than by the first middle fed:
                 # lexing the right context's first line (all of it, where it does not
                 # lex from the cursor) is a one-time cost of up to a few milliseconds
                 # that would otherwise land in the first decoding step's parser time.
                 _ = self.enclosure
+
+    def _hold_initial(self, left_state: RecognizerState) -> None:
+        # The initial states point back at the quotient, so the quotient holds them
+        # weakly (made again when asked for after they died): a cycle would be freed only
+        # by a full collection, and the server freezes what lives past 0.1 s
+        # (``lsp_server/gc_pacing.py``), which makes full collections rare.
+        self._left_state = left_state
+        self._free_initial: Callable[[], QuotientState | None] = _no_state
+        self._inside_initial: Callable[[], QuotientState | None] = _no_state
+
+    @property
+    def free_initial(self) -> QuotientState:
+        """The state before any middle, without the ``stay_inside`` restriction."""
+        state = self._free_initial()
+        if state is None:
+            state = QuotientState(self, self._left_state)
+            self._free_initial = weakref.ref(state)
+        return state
+
+    @property
+    def initial(self) -> QuotientState:
+        """The state before any middle (under ``stay_inside``, an ``InsideState``)."""
+        if not self.stay_inside:
+            return self.free_initial
+        state = self._inside_initial()
+        if state is None:
+            from .inside import InsideState
+
+            state = InsideState(self, self._left_state, False)
+            self._inside_initial = weakref.ref(state)
+        return state
 
     @property
     def target(self) -> TargetVersion:
@@ -458,7 +485,7 @@ class Quotient:
         sibling.empty = self.free_initial.state.viable is False
         sibling.stay_inside = False
         sibling._inside_empty = None
-        sibling.free_initial = sibling.initial = QuotientState(sibling, self.free_initial.state)
+        sibling._hold_initial(self._left_state)
         return sibling
 
     @functools.cached_property
@@ -467,6 +494,10 @@ class Quotient:
         from .finish import FinishAnalysis
 
         return FinishAnalysis(self)
+
+
+def _no_state() -> QuotientState | None:
+    return None
 
 
 def _inert(lex: LexState, text: str) -> bool:
@@ -533,7 +564,7 @@ _PLAIN = frozenset(("", "r", "u", "b", "br", "rb"))
 class QuotientState:
     """An immutable state of the quotient after some middle text."""
 
-    __slots__ = ("_complete", "_same_end", "quotient", "state")
+    __slots__ = ("__weakref__", "_complete", "_same_end", "quotient", "state")
 
     def __init__(self, quotient: Quotient, state: RecognizerState):
         self.quotient = quotient

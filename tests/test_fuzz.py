@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
 from lsp_fixtures import stopping_model
 from model_fixtures import model_cache, tiny_factory
 
-from bench.lsp_fuzz import CLASSES, Options, fuzz
+from bench.lsp_fuzz import CLASSES, Options, fuzz, lag_by_case
 
 __all__ = ["model_cache", "stopping_model", "tiny_factory"]  # fixtures used by name
 
@@ -119,6 +120,24 @@ def test_every_class_ran(summaries: dict[str, dict[str, Any]]) -> None:
         assert summary["completions_checked"] > 0
         # The server's loop-lag monitor answered the probes (its figures: the benchmark).
         assert summary["longest_loop_lag_case"], summary["longest_loop_lag_ms"]
+        # Its ticks were counted for the cases running (its stalls by case: the benchmark).
+        assert summary["loop_lag_ticks"] > 0
+        assert all(row["stalls"] > 0 for row in summary["loop_lag_by_case"].values())
+
+
+def test_loop_lag_stalls_are_told_by_case_worst_first() -> None:
+    ticks = Counter({"storm/a": 50, "documents/b": 40, "random/c": 30})
+    stalls = [(6.0, 0.5, "storm/a"), (30.0, 25.0, "documents/b"), (9.5, 1.0, "storm/a")]
+    assert lag_by_case(ticks, stalls) == {
+        "documents/b": {
+            "ticks": 40,
+            "stalls": 1,
+            "max_ms": 30.0,
+            "stalls_ms": 30.0,
+            "loop_cpu_ms": 25.0,
+        },
+        "storm/a": {"ticks": 50, "stalls": 2, "max_ms": 9.5, "stalls_ms": 15.5, "loop_cpu_ms": 1.5},
+    }
 
 
 def test_inline_ranges_never_split_a_surrogate_pair(tiny_factory: Any) -> None:

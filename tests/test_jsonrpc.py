@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
+from pygls.protocol import LanguageServerProtocol, _dict_to_object
 
 from bench.lsp_fuzz import SMALL, OutputParser, encode, frame, oracle_parse
 from lsp_server.jsonrpc import (
@@ -32,7 +32,9 @@ from lsp_server.jsonrpc import (
     FrameReader,
     JsonRpcGuard,
     Oversized,
+    ThreadedWriter,
     decode_body,
+    records,
 )
 
 # --------------------------------------------------------------------------- the reader
@@ -725,3 +727,103 @@ def test_tcp(stopping_model: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+# ----------------------------------------------------------------------------- the writer
+
+
+class _Stream:
+    """A binary stream that records its writes; ``fail`` makes writes raise, ``gate``
+    holds a write until it is set."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.written: list[bytes] = []
+        self.flushes = 0
+        self.closed = False
+        self.fail = fail
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def write(self, data: bytes) -> int:
+        self.gate.wait()
+        if self.fail:
+            raise BrokenPipeError("the client closed its end")
+        self.written.append(data)
+        return len(data)
+
+    def flush(self) -> None:
+        self.flushes += 1
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_threaded_writer_writes_in_order_and_drains_on_close() -> None:
+    stream = _Stream()
+    stream.gate.clear()  # the first write blocks: the rest queue up behind it
+    writer = ThreadedWriter(stream)  # type: ignore[arg-type]
+    messages = [f"message {i};".encode() for i in range(200)]
+    for message in messages:
+        writer.write(message)
+    stream.gate.set()
+    writer.close()
+    assert b"".join(stream.written) == b"".join(messages)
+    assert len(stream.written) < len(messages)  # what queued up went out together
+    assert stream.flushes == len(stream.written) and stream.closed
+
+
+def test_threaded_writer_drops_what_follows_a_failed_write() -> None:
+    stream = _Stream(fail=True)
+    writer = ThreadedWriter(stream)  # type: ignore[arg-type]
+    writer.write(b"lost")
+    writer.close()
+    writer.write(b"after close: dropped, no error")
+    assert writer.failed and stream.written == [] and stream.closed
+
+
+def test_threaded_writer_does_not_close_a_stream_it_is_still_writing_to() -> None:
+    stream = _Stream()
+    stream.gate.clear()  # a client that never reads
+    writer = ThreadedWriter(stream)  # type: ignore[arg-type]
+    writer.write(b"stuck")
+    writer.close(timeout=0.05)
+    assert not stream.closed
+    stream.gate.set()
+
+
+# --------------------------------------------------------------------------- untyped params
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "b", "def", "1x", "type_name"]), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@given(JSON)
+def test_untyped_params_are_what_pygls_makes(value: Any) -> None:
+    """A method lsprotocol does not know gets its params as pygls would make them (or
+    the same error: a ``type_name`` that names no class)."""
+
+    def made(convert: Callable[[Any], Any]) -> tuple[str, str]:
+        try:
+            made = convert(dict(value) if isinstance(value, dict) else value)
+        except (ValueError, TypeError) as exc:
+            return type(exc).__name__, str(exc)
+        return type(made).__name__, repr(made)
+
+    assert made(records) == made(_dict_to_object)
+
+
+def test_untyped_params_reuse_their_classes() -> None:
+    """pygls makes a class per object per message (about 6 KB of cyclic garbage each);
+    the same keys get the same class here."""
+    first, second = (
+        records({"uri": "a", "at": {"line": 1}}),
+        records({"uri": "b", "at": {"line": 2}}),
+    )
+    assert type(first) is type(second) and type(first.at) is type(second.at)
+    assert second.uri == "b" and second.at.line == 2

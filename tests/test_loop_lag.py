@@ -3,23 +3,45 @@
 from __future__ import annotations
 
 import asyncio
+import mmap
+import sys
 import time
+from pathlib import Path
 
-from lsp_server.loop_lag import LoopLag
+import pytest
+
+from lsp_server.loop_lag import STALL_MS, SWITCH_INTERVAL_S, LoopLag, shorten_gil_handoffs
+from lsp_server.server import rss_mb
 
 
 def test_percentile_and_maximum_of_recorded_lateness() -> None:
     lag = LoopLag()
-    assert lag.figures() == {"loopLagMaxMs": 0.0, "loopLagP99Ms": 0.0, "loopLagTicks": 0}
+    assert lag.figures() == {
+        "loopLagMaxMs": 0.0,
+        "loopLagP99Ms": 0.0,
+        "loopLagTicks": 0,
+        "loopLagStalls": [],
+    }
     for _ in range(99):
         lag.record(0.25)
-    lag.record(40.0)
+    lag.record(40.0, 1.5)
     assert lag.samples == 100
+    # The 100th tick, 40 ms late, the loop having run 1.5 ms since the tick before.
+    assert lag.figures()["loopLagStalls"] == [[100, 40.0, 1.5]]
     assert lag.max_ms == 40.0
     assert lag.percentile_ms(0.99) == 0.3  # the upper edge of 0.25's 0.1 ms bin
     assert lag.percentile_ms(1.0) == 40.0
     lag.record(5_000.0)  # past the last bin: still the exact maximum
     assert lag.figures()["loopLagMaxMs"] == 5_000.0
+
+
+def test_only_the_recent_stalls_are_kept() -> None:
+    lag = LoopLag()
+    for tick in range(1, 201):
+        lag.record(STALL_MS if tick % 2 else STALL_MS - 0.1)
+    stalls = lag.figures()["loopLagStalls"]
+    assert isinstance(stalls, list) and len(stalls) == 64
+    assert stalls[0] == [73, STALL_MS, 0.0] and stalls[-1] == [199, STALL_MS, 0.0]
 
 
 def test_a_blocked_loop_is_reported_late() -> None:
@@ -39,6 +61,9 @@ def test_a_blocked_loop_is_reported_late() -> None:
     lag = asyncio.run(main())
     assert lag.samples >= 2
     assert lag.max_ms >= (block_s - period_s) * 1e3
+    # The block slept: the loop waited, it did not work (a bound on CPU, not a timing).
+    late, cpu = max((ms, cpu) for _, ms, cpu in lag.stalls)
+    assert cpu < late / 2
     ticks = lag.samples
     time.sleep(2 * period_s)
     assert lag.samples == ticks  # stopped
@@ -55,3 +80,24 @@ def test_start_twice_on_one_loop_keeps_one_ticker() -> None:
         return lag.samples
 
     assert asyncio.run(main()) <= 11  # one tick per period at most, not two
+
+
+def test_shorten_gil_handoffs_sets_the_switch_interval() -> None:
+    before = sys.getswitchinterval()
+    try:
+        shorten_gil_handoffs()
+        assert sys.getswitchinterval() == SWITCH_INTERVAL_S < 0.005
+    finally:
+        sys.setswitchinterval(before)
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="no /proc")
+def test_rss_read_through_a_kept_descriptor_follows_the_heap() -> None:
+    """``rss_mb`` reads a descriptor it keeps open: still this process's figure later."""
+    first = rss_mb()
+    block = bytearray(64 * 2**20)  # zero pages are not resident until touched
+    block[:: mmap.PAGESIZE] = b"x" * len(range(0, len(block), mmap.PAGESIZE))
+    grown = rss_mb()
+    del block
+    assert first > 0
+    assert grown - first > 48

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from itertools import pairwise
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -21,6 +22,7 @@ from lsp_server.documents import (
     cut_pieces_of,
     position_encoding,
 )
+from lsp_server.jsonrpc import JsonRpcGuard
 from lsp_server.lines import document_line_ends, opens_block
 from lsp_server.request import Request
 from lsp_server.settings import Settings
@@ -246,5 +248,38 @@ def test_a_text_indexed_ahead_and_lost_closes_the_document_rather_than_keep_an_o
                     )
                 )
             assert uri not in server.documents, lost_in
+    finally:
+        server.engine.shutdown(timeout=1)
+
+
+def test_warm_up_makes_the_converters_functions_before_the_first_message() -> None:
+    """cattrs makes a type's structuring function on first use, on the event loop; after
+    ``warm_up`` a first ``didOpen`` is structured without making anything."""
+    from lsp_server.server import create_server
+
+    server = create_server()
+    try:
+        protocol = server.protocol
+        assert isinstance(protocol, JsonRpcGuard)
+        converter = protocol._converter
+        dispatch: Any = converter._structure_func.dispatch  # an lru_cache
+        protocol.warm_up()
+        made = dispatch.cache_info().currsize
+        assert made > 0
+        did_open = {
+            "jsonrpc": "2.0",
+            "method": types.TEXT_DOCUMENT_DID_OPEN,
+            "params": {
+                "textDocument": {
+                    "uri": "file:///a.py",
+                    "languageId": "python",
+                    "version": 1,
+                    "text": "",
+                }
+            },
+        }
+        message = converter.structure(did_open, types.DidOpenTextDocumentNotification)
+        assert message.params.text_document.uri == "file:///a.py"
+        assert dispatch.cache_info().currsize == made  # nothing made at first use
     finally:
         server.engine.shutdown(timeout=1)

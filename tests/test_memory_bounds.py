@@ -184,6 +184,39 @@ def test_a_retired_generation_is_freed_without_the_collector(
     assert builder.recognizer.recognize(SOURCES[1])
 
 
+@pytest.mark.parametrize("stay_inside", [False, True])
+def test_a_dropped_quotient_is_freed_without_the_collector(
+    stay_inside: bool, no_collector: None
+) -> None:
+    """A quotient, its states, its finish analysis and its ``module_end`` sibling form
+    no reference cycle: the server freezes whatever lives past 0.1 s
+    (``lsp_server/gc_pacing.py``), so a cycle would wait for a full collection."""
+    builder = QuotientBuilder("3.12")
+    quotient = builder.build("def f(x):\n    return g(", ")\n", stay_inside=stay_inside)
+    state = quotient.initial.feed("x")
+    assert state.complete and state.distance() == 0
+    assert quotient.free_initial.feed("x").witness(max_nodes=50).text is not None
+    assert quotient.module_end.initial.distance() > 0
+    alive = [weakref.ref(o) for o in (quotient, state, quotient.finish, quotient.module_end)]
+    del quotient, state
+    assert [ref() for ref in alive] == [None] * len(alive)
+
+
+def test_a_quotients_initial_states_are_made_again_when_dropped() -> None:
+    """The quotient holds its initial states weakly: the same object while someone holds
+    it, an equal one afterwards."""
+    quotient = QuotientBuilder("3.12").build("x = (", ")\n", stay_inside=True)
+    first = quotient.initial
+    assert quotient.initial is first and quotient.free_initial is not first
+    assert quotient.free_initial is quotient.free_initial
+    seen = weakref.ref(first)
+    del first
+    gc.collect()
+    assert seen() is None
+    again = quotient.initial
+    assert again.feed("1").complete and not again.feed("1)").viable
+
+
 def test_a_retired_generation_answers_as_before(small_automata: None) -> None:
     """States held across the retirement keep their verdicts, and a holder of the old
     recognizer can still start from its initial state."""

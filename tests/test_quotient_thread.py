@@ -7,8 +7,10 @@ the prompt, and a cancel stops both (real tiny llama.cpp models, the real planne
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
+import types
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -97,3 +99,44 @@ def test_an_empty_quotient_answers_from_the_thread(model: FimModel) -> None:
         answer = planner.answer(request, model, EngineState.READY, "")
     assert answer.status["stopReason"] == StopReason.NO_MIDDLE_FITS
     assert answer.suggestions == []
+
+
+class CancellingExecutor(ThreadPoolExecutor):
+    """The real one-thread executor; the request is cancelled as its build starts, so
+    the build stops with ``BuildInterrupted``."""
+
+    def __init__(self, request: Request) -> None:
+        super().__init__(1)
+        self.request = request
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        def cancelled_first() -> Any:
+            self.request.cancel.set()
+            return fn(*args, **kwargs)
+
+        return super().submit(cancelled_first)
+
+
+def test_a_cancelled_build_leaves_no_reference_cycle(model: FimModel) -> None:
+    """The planner takes the build's ``BuildInterrupted`` from its future without
+    raising it through its own frame: raised there, the exception's traceback held the
+    frame, whose locals held the future, which held the exception, and the cycle kept
+    the request's whole stack (quotient, text, prompt) until a full collection, which
+    the server makes rare (``lsp_server/gc_pacing.py``)."""
+    gc.collect()
+    gc.disable()
+    try:
+        request = Request("file:///q.py", TEXT, TEXT.index("def f120"), SETTINGS)
+        with CancellingExecutor(request) as quotients:
+            planner = Planner(quotients)
+            answer = planner.answer(request, model, EngineState.READY, "")
+        assert answer.status["stopReason"] == StopReason.CANCELLED
+        del answer, request, planner, quotients
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        frames = [o.f_code.co_name for o in gc.garbage if isinstance(o, types.FrameType)]
+        gc.garbage.clear()
+    finally:
+        gc.set_debug(0)
+        gc.enable()
+    assert frames == []

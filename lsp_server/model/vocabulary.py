@@ -46,6 +46,7 @@ class LlamaVocabulary:
         self, lib: ModuleType, model: Any, name: str = "the model", path: Path | None = None
     ) -> None:
         self._lib = lib
+        self._buffer_types: dict[int, Any] = {}  # token array types by length
         self._vocab: Any = lib.llama_model_get_vocab(model)
         self.n_vocab: int = lib.llama_vocab_n_tokens(self._vocab)
         if self.n_vocab <= 0:
@@ -155,7 +156,7 @@ class LlamaVocabulary:
         data = text.encode("utf-8", errors="replace")
         cap = len(data) + 16
         while True:
-            out = (self._lib.llama_token * cap)()
+            out, cap = self._token_buffer(cap)
             n = self._lib.llama_tokenize(vocab, data, len(data), out, cap, add_special,
                                          parse_special)  # fmt: skip
             if n >= 0:
@@ -163,6 +164,17 @@ class LlamaVocabulary:
             if -n <= cap:  # pragma: no cover - defensive against an API change
                 raise ModelError(f"tokenization failed ({n})")
             cap = -n
+
+    def _token_buffer(self, cap: int) -> tuple[Any, int]:
+        """A token array of at least ``cap`` entries, and its length.  Lengths are powers
+        of two whose array types are kept: ctypes makes a class for every new length and
+        keeps it only weakly, so one per prompt length would be cyclic garbage a call,
+        which the server's collector pacing (``gc_pacing``) may freeze for minutes."""
+        size = 1 << max(6, (cap - 1).bit_length())
+        kind = self._buffer_types.get(size)
+        if kind is None:
+            kind = self._buffer_types[size] = self._lib.llama_token * size
+        return kind(), size
 
     def tokenize_infill(self, text: str) -> list[int]:
         """Tokenize without the dummy leading space (CodeLlama's ``encode_infilling``)."""
