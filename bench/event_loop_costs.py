@@ -52,7 +52,7 @@ from bench.lsp_fuzz import big_text, position_of
 from lsp_server import completion_item as items
 from lsp_server.documents import Document, cut_pieces
 from lsp_server.gc_pacing import FREEZE_PERIOD_S, collect_everything
-from lsp_server.jsonrpc import LARGE_BODY
+from lsp_server.jsonrpc import LARGE_BODY, JsonRpcGuard
 from lsp_server.loop_lag import SWITCH_INTERVAL_S, shorten_gil_handoffs
 from lsp_server.release import take_apart
 from lsp_server.request import Request
@@ -125,6 +125,8 @@ def per_message(rows: Rows, sizes: Sequence[int]) -> None:
     server = create_server()
     protocol = server.protocol
     protocol.set_writer(_Sink())
+    assert isinstance(protocol, JsonRpcGuard)
+    protocol.warm_up()  # as serve_stdio does before serving
     receive = _receive(protocol)
     receive(_message("initialize", {"processId": None, "capabilities": {}}, 1))
     opens, changes, first_changes, whole, far, captures, digests, gaps = ([] for _ in range(8))
