@@ -20,6 +20,7 @@ __all__ = [
     "first_line",
     "indentation",
     "indentation_column",
+    "is_word_char",
     "last_line",
     "last_line_start",
     "line_end_offsets",
@@ -32,6 +33,11 @@ _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 
 #: Characters CPython's tokenizer reads as indentation (a form feed resets the column).
 INDENT_CHARS = " \t\f"
+
+
+def is_word_char(c: str) -> bool:
+    """Whether ``c`` can be part of a name (so two of them side by side join into one)."""
+    return c.isalnum() or c == "_" or (not c.isascii() and c.isidentifier())
 
 
 def split_lines(text: str) -> list[str]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lexer import LexState
-from lexer.text import INDENT_CHARS, first_line
+from lexer.text import INDENT_CHARS, first_line, is_word_char
 
 from .earley import Chart
 from .finish import comment_or_continuation, open_string_head
@@ -203,7 +203,7 @@ def _first_symbols(moves: _Moves, line_start: QuotientState, openers: str) -> li
     brackets (``openers``), a move then the brackets, or a keyword, a name and the
     brackets (``def x(`` before ``a, b):``), and then only those that open them."""
     texts: set[str] = set()
-    right_goes_on_word = _is_word_char(moves.right[:1]) if moves.right else False
+    right_goes_on_word = is_word_char(moves.right[:1]) if moves.right else False
     for move in moves(line_start.state):
         texts.add(move)
         texts.add(move + " ")
@@ -254,10 +254,6 @@ class Witness:
     nodes: int
 
 
-def _is_word_char(c: str) -> bool:
-    return c.isalnum() or c == "_" or (not c.isascii() and c.isidentifier())
-
-
 class _Moves:
     """Short insertions tried from a state: one terminal's shortest text each."""
 
@@ -299,7 +295,7 @@ class _Moves:
         if not before:
             return ""
         first = text[0]
-        if _is_word_char(before) and (_is_word_char(first) or first in "'\""):
+        if is_word_char(before) and (is_word_char(first) or first in "'\""):
             return " "
         if (before == "." and first.isdigit()) or (before.isdigit() and first == "."):
             return " "

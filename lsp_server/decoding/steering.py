@@ -49,6 +49,7 @@ import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from lexer.text import is_word_char
 from lsp_server.model.backend import Backend, Generation, IdArray, TokenRanking
 from lsp_server.model.errors import Interrupted, ModelError
 from lsp_server.status import StopReason
@@ -395,7 +396,7 @@ def _splits_run(text: str, rest: str) -> bool:
     last, first = text[-1], rest[0]
     if last in " \t":
         return first in " \t"
-    return (last.isalnum() or last == "_") and (first.isalnum() or first == "_")
+    return is_word_char(last) and is_word_char(first)
 
 
 def _opens_comment(before: QuotientState, after: QuotientState) -> bool:
