@@ -173,7 +173,7 @@ class Steering:
             # model ends better, so the model goes on unsteered (a finish forced at the
             # end of the budget would replace a likelier, usually shorter, middle).
             return None
-        if dec.tokens >= dec.opts.max_tokens * CLOSE_SHARE and dec.points.best is None:
+        if dec.tokens >= dec.opts.max_tokens * CLOSE_SHARE:
             closer = self._close(state, order, ranking)
             if closer is not None:
                 return closer
