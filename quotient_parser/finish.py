@@ -438,7 +438,7 @@ class FinishAnalysis:
             for kind in kinds
             for t in self.recognizer.classify.kind_terminals.get(kind, ())
         ]
-        spent = max(costs, default=len(pending))
+        spent = min(len(pending), max(costs, default=len(pending)))
         return _least(best, self._views_bound(chart, lex, spent, True, natural))
 
     def right_goes_on_in_string(self, head: str) -> bool:
@@ -478,16 +478,21 @@ class FinishAnalysis:
         chart: Chart,
         lex: LexState,
         spent: int,
-        skip_first: bool,
+        growing: bool,
         natural: bool,
         in_comment: bool = False,
     ) -> tuple[int, int]:
         """Least, over R's views, of what ``w`` must pay after ``chart``: (in characters,
         with a line's indentation counted as one).
 
-        ``spent``: the least cost of a symbol in progress that the paths scan
-        before ``w`` (subtracted); ``skip_first``: R's first symbol may merge
-        with it; ``natural``: not through a comment or continuation ``w`` opens.
+        ``spent``: what a symbol in progress that the paths scan before ``w`` has
+        already typed of its cost (subtracted); ``growing``: that symbol grows into
+        ``w``; ``natural``: not through a comment or continuation ``w`` opens.
+        R's first symbol is skipped only where R's text may merge with the end of
+        ``w`` (``RightView.first_may_merge``): a symbol in progress cannot reach
+        into R past a blank, a line break or a closing bracket, and skipping the
+        first target there (an R that begins with a line break, or ENDMARKER)
+        left the bound at the brackets alone.
         """
         known: dict[tuple[int, int], int] = {}  # R's symbols repeat terminals: one fd each
         distance = self.distances.first_distance
@@ -515,7 +520,7 @@ class FinishAnalysis:
                 entry = view.entry
             if entry >= best:
                 continue
-            skip = skip_first or view.first_may_merge
+            skip = view.first_may_merge
             full, light = self._view_need(view, first, lex, spent, skip, best - entry)
             best = min(best, entry + full)
             best_light = min(best_light, entry + light)
@@ -523,7 +528,7 @@ class FinishAnalysis:
         # matter where it costs less than the others, so it is checked only then.  A
         # symbol in progress that cannot prefix the literal ends in w: w writes at
         # least what its least cost adds to the characters already typed.
-        if skip_first and not _may_prefix_string(lex.pending):
+        if growing and not _may_prefix_string(lex.pending):
             spent = min(spent, len(lex.pending))
         for head in self._string_heads:
             entry = len(head) + (1 if in_comment else 0)

@@ -139,11 +139,15 @@ def _across_statement(
     if seconds <= 0 or max_nodes <= 0:
         return None, 0
     ending = quotient.module_end
+    # the light search alone until a finish of the statement is found: any will do
+    # (the whole finish is not claimed shortest), and split the way the main search
+    # splits, a third of a steering search's budget left too few for a nest to close
     end = search(
         ending.finish,
         QuotientState(ending, start.state),
         max_nodes=max_nodes // 3,
         max_seconds=seconds / 3,
+        first_share=1.0,
         crossing=False,
     )
     nodes = end.nodes
@@ -220,7 +224,17 @@ def _first_symbols(moves: _Moves, line_start: QuotientState, openers: str) -> li
             texts.add(move + openers)
     if openers:  # the line starts with no bracket open: it must open R's
         texts = {text for text in texts if text.endswith(openers)}
-    return sorted(texts, key=lambda text: (len(text), text))
+    # an indentation counts as one character: each candidate is a check of all of R,
+    # and a line at the open block's depth (12 spaces, then ``(``) comes before every
+    # two-symbol line at a shallower one
+    return sorted(texts, key=lambda text: (_line_start_cost(text), len(text), text))
+
+
+def _line_start_cost(text: str) -> int:
+    """Length of a text at a line start with its indentation counted as one character
+    (the light search's measure, under which the bound is nearly tight)."""
+    token = text.lstrip(INDENT_CHARS)
+    return len(token) + (1 if len(token) < len(text) else 0)
 
 
 def _openers_of(analysis: FinishAnalysis) -> str:
@@ -279,6 +293,8 @@ class _Moves:
         self.indent = ids.get("INDENT")
         self.dedent = ids.get("DEDENT")
         self.right = analysis.quotient.right
+        #: the brackets R closes (closing runs stop short of them)
+        self.openers = _openers_of(analysis)
         #: R's first line has text that cannot be code: a finish may open the comment
         #: it ends (``Quotient.right_line_can_be_code``)
         self.comment_tail = bool(first_line(self.right).strip()) and (
@@ -286,6 +302,10 @@ class _Moves:
         )
         #: plain string openings that R can close: a finish may open the literal R ends
         self.string = ids.get("STRING")
+        #: f-string (and t-string) openings, not tried where a plain literal may stand
+        #: instead: ``''`` finishes whatever ``f''`` does, and inside an f-string the
+        #: bound is 0, so the search would spend its budget on ``f'{x...``
+        self.interpolated = frozenset(t for t in self.text_of if names[t].endswith("STRING_START"))
         self.string_openings = tuple(
             head for head in _PLAIN_OPENINGS if analysis.right_goes_on_in_string(head)
         )
@@ -307,10 +327,14 @@ class _Moves:
     def from_chart(self, chart: Chart, before: str) -> Iterator[str]:
         text_of, separator = self.text_of, self.separator
         seen: set[str] = set()
-        for terminal in chart.expected_terminals():
+        expected = chart.expected_terminals()
+        plain = self.string in expected
+        for terminal in expected:
             if terminal == self.string:
                 for head in self.string_openings:
                     yield separator(before, head) + head
+            elif plain and terminal in self.interpolated:
+                continue
             text = text_of.get(terminal)
             if text is None:
                 continue
@@ -334,11 +358,34 @@ class _Moves:
             found = list(self.line_start(lex, chart))
         else:
             found = list(self.from_chart(chart, lex.last_char))
+            found.extend(self.closing_runs(lex.brackets, found))
             if self.right[:1] and self.separator(lex.last_char, self.right[0]):
                 found.append(" ")  # keep the last symbol apart from R's first
         if self.comment_tail and open_string_head(pending) is None:
             found.append("#")  # R's first line is the rest of a comment: open it
         return found
+
+    def closing_runs(self, brackets: str, moves: list[str]) -> list[str]:
+        """Runs of closing brackets taken as one move, where the innermost closer is one:
+        down to the brackets R closes itself, and all of them.
+
+        One closer a move costs a node per bracket and, on each, a node for every move
+        the bound cannot tell from it (``x`` or ``)**`` where ``)`` goes on), so a
+        nest of ten ``not (`` would spend a steering search's whole budget on closing
+        it.  A run is still fed and bounded like any move, so nothing unreal comes of it.
+        """
+        if len(brackets) < 2 or _CLOSERS[brackets[-1]] not in moves:
+            return []
+        shared = 0
+        limit = min(len(brackets), len(self.openers))
+        while shared < limit and brackets[shared] == self.openers[shared]:
+            shared += 1
+        runs = []
+        for keep in {shared, 0}:
+            run = "".join(_CLOSERS[b] for b in reversed(brackets[keep:]))
+            if len(run) >= 2:
+                runs.append(run)
+        return runs
 
     def growing(self, lex: LexState, chart: Chart, kinds: frozenset[str]) -> list[str]:
         """Moves from a symbol in progress: grow it, or end it and go on."""
@@ -406,6 +453,7 @@ class _Moves:
 
 
 _NAME_ONLY = frozenset({"NAME"})
+_CLOSERS = {"(": ")", "[": "]", "{": "}"}
 #: String openings tried where R can go on inside the literal (prefixed ones are not).
 _PLAIN_OPENINGS = ("'", '"', "'''", '"""')
 _LITERAL_KINDS = frozenset({"STRING", "BYTES", "FSTRING_START", "TSTRING_START"})
@@ -453,8 +501,7 @@ class _AStar:
     def cost(self, move: str, at_line_start: bool) -> int:
         if not self.light or not at_line_start:
             return len(move)
-        token = move.lstrip(INDENT_CHARS)
-        return len(token) + (1 if len(token) < len(move) else 0)
+        return _line_start_cost(move)
 
     def run(self, max_nodes: int, deadline: float) -> str | None:
         """Search on; the text of a finish, or None (budget spent or queue empty)."""

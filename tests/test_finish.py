@@ -165,6 +165,10 @@ SMALL_CASES = [
     ("def f(", "):\n    pass\n"),
     ("x = 'a", "\n"),
     ("z = [", ""),
+    ("if x", ""),  # a name in progress before an R that cannot merge with it
+    ("if (a", "\n    pass\n"),
+    ("for x in y", "\ny = 1\n"),
+    ("y = a", "b\n"),  # ... and before one that can ("ab")
 ]
 
 
@@ -271,6 +275,35 @@ def test_a_crossing_finish_opens_the_brackets_that_r_closes(
     found = q.initial.witness(max_nodes=300, max_seconds=5)
     assert found.text is not None and found.text.endswith("(")
     witness_ok(q, q.initial, "", found, ast_accepts)
+
+
+def test_a_symbol_in_progress_counts_past_it(target: tuple[int, int]) -> None:
+    """A name being typed may grow into the finish, but R cannot go on with it where R
+    begins with a line break or ends the file: the bound then counts what the header
+    still needs (``:x``) and the brackets to close, not just the brackets."""
+    assert Quotient("if x", "", target).initial.distance(natural=True) == 2
+    assert Quotient("for x in y", "\n", target).initial.distance(natural=True) == 2
+    assert Quotient("if not (not (not (a", "\n", target).initial.distance(natural=True) >= 4
+
+
+def test_a_deep_nest_closes_within_the_steering_budget(
+    target: tuple[int, int], ast_accepts: Accepts
+) -> None:
+    """test_tuple.py's cut: the model nests ``not (`` in an ``if`` where R goes on with
+    a call's arguments.  The finish closes the nest (one move for the run of closers),
+    ends the header and opens R's bracket on a new line, found within the 300 nodes
+    steering gives a search (before: none past ``if ``)."""
+    right = "\n        1,\n        a)\n    return n\n"
+    for depth in (0, 1, 3, 10):
+        left = "def f(a):\n    n = 1\n    if " + "not (" * depth
+        state = Quotient(left, right, target).initial
+        found = state.witness(max_nodes=300, max_seconds=5)
+        assert found.text is not None, (depth, found)
+        assert state.feed(found.text).lands
+        assert ast_accepts(left + found.text + right), found.text
+    # the statement's own end (the crossing's first part) is proved shortest
+    end = Quotient(left, "", target).initial.witness(max_nodes=300, max_seconds=5)
+    assert end.text == ")" * 10 + ":x" and end.exact  # "not ()" is an empty tuple
 
 
 def test_a_witness_lands(target: tuple[int, int], ast_accepts: Accepts) -> None:
