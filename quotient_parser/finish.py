@@ -438,6 +438,10 @@ class FinishAnalysis:
             for kind in kinds
             for t in self.recognizer.classify.kind_terminals.get(kind, ())
         ]
+        # the grown symbol's text holds the pending characters and w's first ones, and is
+        # at least its terminal's cost long: w writes at least fd - len(pending) - what R
+        # brings (the most costly terminal alone, 'match' for a pending 'x', left the
+        # bound at the brackets)
         spent = min(len(pending), max(costs, default=len(pending)))
         return _least(best, self._views_bound(chart, lex, spent, True, natural))
 
