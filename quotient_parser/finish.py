@@ -449,6 +449,11 @@ class FinishAnalysis:
         """Whether R can go on inside a string literal that ``w`` opens with ``head``."""
         return self._string_view(head) is not None
 
+    def right_in_string(self, head: str) -> RightView | None:
+        """The view of R inside a string literal that ``w`` opens with ``head`` (None: R
+        cannot end a module that way)."""
+        return self._string_view(head)
+
     def _string_view(self, head: str) -> RightView | None:
         """The view for a string literal opened by ``head`` (checked on first use)."""
         if head not in self._string_views:

@@ -165,11 +165,13 @@ def _across_statement(
     # a first symbol alone first, at this line start or in a new block's first line
     right_line = first_line(quotient.right)
     moves = _moves_of(quotient.finish)
+    tails = _line_tails(quotient.finish)
     for opener in ("", _BLOCK_OPENER):
         where = line_start.feed(opener)
         if not where.viable:
             continue
-        for text in _first_symbols(moves, where, _openers_of(quotient.finish)):
+        texts = [text for tail in tails for text in _first_symbols(moves, where, tail)]
+        for text in sorted(texts, key=_line_start_order):
             if len(head) + len(opener) + len(text) >= cutoff or time.monotonic() > deadline:
                 break
             candidate = where.feed(text)
@@ -224,10 +226,15 @@ def _first_symbols(moves: _Moves, line_start: QuotientState, openers: str) -> li
             texts.add(move + openers)
     if openers:  # the line starts with no bracket open: it must open R's
         texts = {text for text in texts if text.endswith(openers)}
-    # an indentation counts as one character: each candidate is a check of all of R,
-    # and a line at the open block's depth (12 spaces, then ``(``) comes before every
-    # two-symbol line at a shallower one
-    return sorted(texts, key=lambda text: (_line_start_cost(text), len(text), text))
+    return sorted(texts, key=_line_start_order)
+
+
+def _line_start_order(text: str) -> tuple[int, int, str]:
+    """The order line starts are tried in: an indentation counts as one character, as
+    in the light search (each candidate is a check of all of R, and a line at the open
+    block's depth, 12 spaces then ``(``, comes before every two-symbol line at a
+    shallower one)."""
+    return _line_start_cost(text), len(text), text
 
 
 def _line_start_cost(text: str) -> int:
@@ -235,6 +242,19 @@ def _line_start_cost(text: str) -> int:
     (the light search's measure, under which the bound is nearly tight)."""
     token = text.lstrip(INDENT_CHARS)
     return len(token) + (1 if len(token) < len(text) else 0)
+
+
+def _line_tails(analysis: FinishAnalysis) -> list[str]:
+    """What a line that R's first line goes on must end with: the brackets R closes
+    where R begins in code, and for each plain string literal R can go on inside, the
+    brackets R closes after it and the literal's opening quote (``("`` before R's
+    ``not started") from None``: the finish must open the string R ends)."""
+    tails = [view.openers or "" for view in analysis.views if view.mode == "code"][:1]
+    for head in _PLAIN_OPENINGS:
+        inside = analysis.right_in_string(head)
+        if inside is not None and inside.openers is not None:
+            tails.append(inside.openers + head)
+    return tails or [""]
 
 
 def _openers_of(analysis: FinishAnalysis) -> str:

@@ -306,6 +306,22 @@ def test_a_deep_nest_closes_within_the_steering_budget(
     assert end.text == ")" * 10 + ":x" and end.exact  # "not ()" is an empty tuple
 
 
+def test_a_crossing_finish_opens_the_string_that_r_closes(
+    target: tuple[int, int], ast_accepts: Accepts
+) -> None:
+    """multiprocessing/process.py's cut: R goes on inside a string literal and then
+    closes a call (``not started") from None``) after a ``try:`` body.  The finish ends
+    the statement, the ``try`` (``except:``), and begins a line that opens the call and
+    the literal (``raise("``), found within the node budget steering gives a search."""
+    left = "class A:\n    def f(self):\n        try:\n            return self.x\n"
+    right = 'not started") from None\n\n    def g(self):\n        pass\n'
+    state = Quotient(left, right, target).initial
+    found = state.witness(max_nodes=300, max_seconds=5)
+    assert found.text is not None and found.text.endswith('("'), found
+    assert state.feed(found.text).lands
+    assert ast_accepts(left + found.text + right), found.text
+
+
 def test_a_witness_lands(target: tuple[int, int], ast_accepts: Accepts) -> None:
     """A middle whose comment swallows R's first line of code is complete but does not
     land: its witness ends the comment and goes on (no empty witness)."""
