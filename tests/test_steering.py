@@ -14,6 +14,7 @@ complete.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import pytest
 from model_fixtures import (  # noqa: F401  (fixtures are used by name)
@@ -264,6 +265,25 @@ def test_further_down_when_no_top_k_candidate_fits(
     steered = generate(closer_model, left, right, DecodeOptions(max_tokens=8, top_k=4),
                        target=target)  # fmt: skip
     assert steered.complete and ast_accepts(left + steered.middle + right), steered.middle
+
+
+def test_steering_takes_the_witness_own_token_where_the_model_ranks_none(
+    closer_model: FimModel, target: tuple[int, int], ast_accepts: Accepts
+) -> None:
+    """R needs a ``[`` that neither the model's top 4 nor the one below them holds
+    (curses/textpad.py's ``cla`` that the model writes only as ``c`` then nothing):
+    steering takes the witness's own first token, the vocabulary's way to write it,
+    and the middle lands; without that look (``further_down=0``) it does not."""
+    left, right = "x = [1, ", "2]]\n"
+    closer_model.cache.reset()
+    opts = DecodeOptions(max_tokens=2, top_k=4, further_down=1)
+    r = generate(closer_model, left, right, opts, target=target)
+    assert r.complete and r.stop_reason == "steered", r.middle
+    assert r.middle.endswith("[") and r.rescued >= 1 and r.witness == ""
+    assert ast_accepts(left + r.middle + right)
+    closer_model.cache.reset()
+    top_only = generate(closer_model, left, right, replace(opts, further_down=0), target=target)
+    assert not top_only.complete, top_only.middle
 
 
 # ---------------------------------------------------------------- stayInside

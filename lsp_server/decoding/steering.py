@@ -22,7 +22,10 @@ length in the model's tokens is an upper bound on what a finish needs, and steer
 is due when the tokens left come within ``STEER_MARGIN`` of the larger of the two.
 With a witness, each steering step takes, in the model's order, the first candidate
 whose text begins the witness's (what is left of it stays the witness of the next
-step, so it is searched once); only without one does the lower bound choose.
+step, so it is searched once): from the top k, then further down the ranking, then
+the witness's own first token as the vocabulary writes it (the model may rank only a
+piece of a word, ``c`` of ``cla``, and a split costs a token the end of the budget
+rarely has); only without one does the lower bound choose.
 
 A candidate that opens a comment or a backslash continuation after which no line
 break can come (``from x #``) is never taken (``dead_line_end``): the quotient's
@@ -48,6 +51,8 @@ import time
 import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from lexer.text import is_word_char
 from lsp_server.model.backend import Backend, Generation, IdArray, TokenRanking
@@ -193,12 +198,7 @@ class Steering:
             return None
         chosen = None
         if witness:  # an empty one: the middle is complete, an end token comes first
-            chosen = self._follow(state, witness, left - 1, order, ranking)
-            if chosen is None:
-                further = dec.further_order(order, ranking)
-                chosen = self._follow(state, witness, left - 1, further, ranking)
-                if chosen is not None:
-                    dec.rescued += 1
+            chosen = self._follow_witness(state, witness, left - 1, order, ranking)
             if chosen is not None:
                 return chosen
         chosen = self._weigh(state, distance, left - 1, order, ranking)
@@ -243,7 +243,7 @@ class Steering:
         finish needs from here)."""
         return len(self.decoder.backend.tokenize(text)) if text else 0
 
-    def _follow(
+    def _follow_witness(
         self,
         state: QuotientState,
         witness: str,
@@ -251,14 +251,44 @@ class Steering:
         order: IdArray,
         ranking: TokenRanking,
     ) -> Choice:
+        """A candidate that follows ``witness`` (``_follow``), looked for in the top k,
+        then further down the model's ranking, then as the witness's own first token
+        (the vocabulary's way to write it, ``raise`` where the model ranks only ``r``);
+        one that splits a word or a run of blanks only where none of those follows:
+        each split costs a token that the budget near its end rarely has."""
+        dec = self.decoder
+        further = dec.further_order(order, ranking)
+        own = np.asarray(dec.backend.tokenize(witness)[:1], dtype=np.intp)
+        if dec.opts.further_down <= 0:  # the ranking stays at the top k
+            own = own[:0]
+        for splits in (False, True):
+            for candidates, rescue in ((order, False), (further, True), (own, True)):
+                if splits and candidates is own:
+                    continue  # the tokenizer's own first piece splits nothing
+                chosen = self._follow(state, witness, after, candidates, ranking, splits)
+                if chosen is not None:
+                    dec.rescued += rescue
+                    return chosen
+        return None
+
+    def _follow(
+        self,
+        state: QuotientState,
+        witness: str,
+        after: int,
+        order: IdArray,
+        ranking: TokenRanking,
+        splits: bool = True,
+    ) -> Choice:
         """The first candidate, in the model's order, whose text begins the finish
         ``witness`` (or writes it whole and completes the middle) and leaves a rest that
         the ``after`` tokens then left can write (' ' then 'x(' needs one more than ' x'
         then '('); what is left of the witness stays known for the next step.
 
         A candidate that ends inside a word or a run of blanks of the witness (``c``
-        of ``cla``, 12 of 20 spaces) is taken only where no other follows: the model
-        rarely ranks the piece that would complete such a split."""
+        of ``cla``, 12 of 20 spaces) is taken only where no other follows (and never
+        without ``splits``): the model rarely ranks the piece that would complete
+        such a split."""
         first_viable: int | None = None
         split: tuple[int, str, QuotientState, str] | None = None
         for tok, text in self._whole_texts(order):
@@ -276,7 +306,7 @@ class Steering:
                 if self.witness_tokens(rest) > after:
                     continue
                 if _splits_run(text, rest):
-                    if split is None:
+                    if split is None and splits:
                         split = (tok, text, new_state, rest)
                     continue
                 self._witness = (new_state, rest)
