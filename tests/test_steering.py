@@ -267,23 +267,32 @@ def test_further_down_when_no_top_k_candidate_fits(
     assert steered.complete and ast_accepts(left + steered.middle + right), steered.middle
 
 
-def test_steering_takes_the_witness_own_token_where_the_model_ranks_none(
-    closer_model: FimModel, target: tuple[int, int], ast_accepts: Accepts
+@pytest.fixture(scope="module")
+def c_model(tiny_factory: TinyFactory) -> Iterator[FimModel]:
+    """A model whose favourite is ``c`` (a piece of ``class``), and that never stops."""
+    path = tiny_factory("c", stop_bias=-30.0, token_bias={"c": 30.0}, n_layer=1, n_embd=32)
+    with FimModel(path, n_ctx=512) as model:
+        yield model
+
+
+def test_a_split_gives_way_to_the_witness_own_token(
+    c_model: FimModel, target: tuple[int, int], ast_accepts: Accepts
 ) -> None:
-    """R needs a ``[`` that neither the model's top 4 nor the one below them holds
-    (curses/textpad.py's ``cla`` that the model writes only as ``c`` then nothing):
-    steering takes the witness's own first token, the vocabulary's way to write it,
-    and the middle lands; without that look (``further_down=0``) it does not."""
-    left, right = "x = [1, ", "2]]\n"
-    closer_model.cache.reset()
+    """curses/textpad.py's cut: R begins with ``ss A:``, the finish is ``cla``, and the
+    model ranks only ``c``, whose rest ``la`` it never ranks.  Steering takes the
+    witness's own first token (the vocabulary's ``cla``) instead of the split, and the
+    middle lands in one token; where the ranking stays at the top k
+    (``further_down=0``) the split is taken and the budget runs out."""
+    left, right = "import os\n", "ss A:\n    pass\n"
+    c_model.cache.reset()
     opts = DecodeOptions(max_tokens=2, top_k=4, further_down=1)
-    r = generate(closer_model, left, right, opts, target=target)
+    r = generate(c_model, left, right, opts, target=target)
     assert r.complete and r.stop_reason == "steered", r.middle
-    assert r.middle.endswith("[") and r.rescued >= 1 and r.witness == ""
-    assert ast_accepts(left + r.middle + right)
-    closer_model.cache.reset()
-    top_only = generate(closer_model, left, right, replace(opts, further_down=0), target=target)
-    assert not top_only.complete, top_only.middle
+    assert r.middle == "cla" and r.tokens == 1 and r.rescued == r.steered == 1
+    assert ast_accepts(left + r.middle + right) and r.witness == ""
+    c_model.cache.reset()
+    top_only = generate(c_model, left, right, replace(opts, further_down=0), target=target)
+    assert top_only.middle.startswith("c") and not top_only.complete, top_only.middle
 
 
 # ---------------------------------------------------------------- stayInside

@@ -22,10 +22,11 @@ length in the model's tokens is an upper bound on what a finish needs, and steer
 is due when the tokens left come within ``STEER_MARGIN`` of the larger of the two.
 With a witness, each steering step takes, in the model's order, the first candidate
 whose text begins the witness's (what is left of it stays the witness of the next
-step, so it is searched once): from the top k, then further down the ranking, then
-the witness's own first token as the vocabulary writes it (the model may rank only a
-piece of a word, ``c`` of ``cla``, and a split costs a token the end of the budget
-rarely has); only without one does the lower bound choose.
+step, so it is searched once): from the top k, then further down the ranking; where
+the only one splits a word or a run of blanks (the model may rank only ``c`` of
+``cla``, and a split costs a token the end of the budget rarely has), the witness's
+own first token as the vocabulary writes it instead; only without one does the lower
+bound choose.
 
 A candidate that opens a comment or a backslash continuation after which no line
 break can come (``from x #``) is never taken (``dead_line_end``): the quotient's
@@ -251,25 +252,49 @@ class Steering:
         order: IdArray,
         ranking: TokenRanking,
     ) -> Choice:
-        """A candidate that follows ``witness`` (``_follow``), looked for in the top k,
-        then further down the model's ranking, then as the witness's own first token
-        (the vocabulary's way to write it, ``raise`` where the model ranks only ``r``);
-        one that splits a word or a run of blanks only where none of those follows:
-        each split costs a token that the budget near its end rarely has."""
+        """A candidate that follows ``witness`` (``_follow``), in the top k, then further
+        down the model's ranking.  Where the only one that follows splits a word or a
+        run of blanks (``r`` of ``raise("``, ``c`` of ``cla``), the witness's own first
+        token (the vocabulary's way to write that start) is taken instead when it
+        follows: the model rarely ranks the piece that would complete the split, and
+        near the end of the budget the extra token is rarely there.  Only there: where
+        nothing follows, the lower bound chooses among the model's candidates, which
+        may name what the witness writes as ``x``."""
         dec = self.decoder
         further = dec.further_order(order, ranking)
-        own = np.asarray(dec.backend.tokenize(witness)[:1], dtype=np.intp)
-        if dec.opts.further_down <= 0:  # the ranking stays at the top k
-            own = own[:0]
-        for splits in (False, True):
-            for candidates, rescue in ((order, False), (further, True), (own, True)):
-                if splits and candidates is own:
-                    continue  # the tokenizer's own first piece splits nothing
-                chosen = self._follow(state, witness, after, candidates, ranking, splits)
-                if chosen is not None:
-                    dec.rescued += rescue
-                    return chosen
+        for candidates, rescue in ((order, False), (further, True)):
+            chosen = self._follow(state, witness, after, candidates, ranking, splits=False)
+            if chosen is None and self._split_follows(witness, candidates):
+                chosen = self._follow_own(state, witness, after, ranking)
+                rescue = rescue or chosen is not None
+                if chosen is None:
+                    chosen = self._follow(state, witness, after, candidates, ranking)
+            if chosen is not None:
+                dec.rescued += rescue
+                return chosen
         return None
+
+    def _split_follows(self, witness: str, candidates: IdArray) -> bool:
+        """Whether a candidate's text begins ``witness`` and ends inside a word or a run
+        of blanks that the witness goes on with (not fed: text alone)."""
+        return any(
+            witness.startswith(text) and _splits_run(text, witness[len(text) :])
+            for _tok, text in self._whole_texts(candidates)
+        )
+
+    def _follow_own(
+        self, state: QuotientState, witness: str, after: int, ranking: TokenRanking
+    ) -> Choice:
+        """The witness's own first token taken, where it follows (``_follow``; None where
+        the ranking stays at the top k, ``further_down`` 0)."""
+        dec = self.decoder
+        if dec.opts.further_down <= 0:
+            return None
+        own = np.asarray(dec.backend.tokenize(witness)[:1], dtype=np.intp)
+        chosen = self._follow(state, witness, after, own, ranking, splits=False)
+        if chosen is not None:
+            self.steered += 1  # the model ranked it nowhere near: never its first choice
+        return chosen
 
     def _follow(
         self,
