@@ -295,6 +295,26 @@ def test_a_split_gives_way_to_the_witness_own_token(
     assert top_only.middle.startswith("c") and not top_only.complete, top_only.middle
 
 
+def test_the_witness_own_token_is_the_last_resort(
+    closer_model: FimModel, target: tuple[int, int], ast_accepts: Accepts
+) -> None:
+    """R needs a ``[`` that neither the model's top 4 nor the one below them holds, and
+    none of those keeps a finish within the one token left after it (multiprocessing/
+    process.py's closing quote before R's ``not started")``): steering takes the
+    witness's own first token and the middle lands; where the ranking stays at the
+    top k (``further_down=0``) it does not."""
+    left, right = "x = [1, ", "2]]\n"
+    closer_model.cache.reset()
+    opts = DecodeOptions(max_tokens=2, top_k=4, further_down=1)
+    r = generate(closer_model, left, right, opts, target=target)
+    assert r.complete and r.stop_reason == "steered", r.middle
+    assert r.middle.endswith("[") and r.rescued >= 1 and r.witness == ""
+    assert ast_accepts(left + r.middle + right)
+    closer_model.cache.reset()
+    top_only = generate(closer_model, left, right, replace(opts, further_down=0), target=target)
+    assert not top_only.complete, top_only.middle
+
+
 # ---------------------------------------------------------------- stayInside
 
 

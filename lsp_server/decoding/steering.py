@@ -26,7 +26,8 @@ step, so it is searched once): from the top k, then further down the ranking; wh
 the only one splits a word or a run of blanks (the model may rank only ``c`` of
 ``cla``, and a split costs a token the end of the budget rarely has), the witness's
 own first token as the vocabulary writes it instead; only without one does the lower
-bound choose.
+bound choose, and where none of the model's candidates keeps a finish within reach,
+the witness's own first token is the last resort.
 
 A candidate that opens a comment or a backslash continuation after which no line
 break can come (``from x #``) is never taken (``dead_line_end``): the quotient's
@@ -206,6 +207,11 @@ class Steering:
         if chosen is None:
             further = dec.further_order(order, ranking)
             chosen = self._weigh(state, distance, left - 1, further, ranking, within_ms=True)
+            if chosen is None and witness:
+                # none of the model's candidates keeps a finish within reach: the token
+                # the vocabulary writes the witness's start with (the closing quote
+                # R's string needs, with one token left)
+                chosen = self._follow_own(state, witness, left - 1, ranking)
             if chosen is not None:
                 dec.rescued += 1
         if chosen is None:
@@ -257,9 +263,9 @@ class Steering:
         run of blanks (``r`` of ``raise("``, ``c`` of ``cla``), the witness's own first
         token (the vocabulary's way to write that start) is taken instead when it
         follows: the model rarely ranks the piece that would complete the split, and
-        near the end of the budget the extra token is rarely there.  Only there: where
-        nothing follows, the lower bound chooses among the model's candidates, which
-        may name what the witness writes as ``x``."""
+        near the end of the budget the extra token is rarely there.  Where nothing
+        follows, the lower bound chooses among the model's candidates first (they may
+        name what the witness writes as ``x``); the own token comes last (``_choose``)."""
         dec = self.decoder
         further = dec.further_order(order, ranking)
         for candidates, rescue in ((order, False), (further, True)):
