@@ -117,6 +117,7 @@ class Run:
     steer_us: list[float] = field(default_factory=list)
     steered: int = 0
     rescued: int = 0
+    forced: int = 0
     witness: str = ""
     inside_fallback: bool = False
     mean_logprob: float | None = None
@@ -139,6 +140,7 @@ class Run:
             steer_us=list(c.steer_us),
             steered=c.steered,
             rescued=c.rescued,
+            forced=c.forced,
             witness=c.witness,
             inside_fallback=c.inside_fallback,
             mean_logprob=c.mean_logprob,
@@ -558,7 +560,8 @@ class Report:
         lines.append(
             f"  {'':<14}steering in {c['steered_successes']} successes ({c['steered_stops']} "
             f"steered stops), {c['witness_endings']} witness endings, "
-            f"{c['model_written_successes']} model-written successes, further down in "
+            f"{c['model_written_successes']} model-written successes "
+            f"({c['forced_successes']} with a forced token), further down in "
             f"{c['rescued_cuts']} cuts ({c['rescued_successes']} successes), "
             f"{c['stay_inside_fallbacks']} stayInside fallbacks; mean log-probability "
             f"{c['mean_logprob']} per token"
@@ -634,17 +637,26 @@ def _steering_figures(runs: Sequence[Run]) -> dict[str, object]:
     return {
         "steered_successes": sum(x.steered > 0 for x in successes),
         "model_written_share": (
-            round(sum(not x.witness for x in successes) / len(successes), 4) if successes else None
+            round(sum(_model_written(x) for x in successes) / len(successes), 4)
+            if successes
+            else None
         ),
         "steered_stops": sum(x.stop_reason == "steered" for x in runs),
         "witness_endings": sum(bool(x.witness) for x in runs),
-        "model_written_successes": sum(not x.witness for x in successes),
+        "model_written_successes": sum(_model_written(x) for x in successes),
+        "forced_successes": sum(x.forced > 0 for x in successes),
         "rescued_cuts": sum(x.rescued > 0 for x in runs),
         "rescued_successes": sum(x.rescued > 0 for x in successes),
         "stay_inside_fallbacks": sum(x.inside_fallback for x in runs),
         "mean_logprob": _mean_logprob(runs),
         "mean_logprob_middles": sum(x.mean_logprob is not None and bool(x.middle) for x in runs),
     }
+
+
+def _model_written(run: Run) -> bool:
+    """Every token of the middle is one the model ranked among its candidates: no witness
+    ending, and no token steering forced (``Completion.forced``)."""
+    return not run.witness and not run.forced
 
 
 def _mean_logprob(runs: Sequence[Run]) -> float | None:
@@ -717,6 +729,7 @@ def _case_dict(r: CaseResult) -> dict[str, object]:
                 "verdict": run.verdict,
                 "steered": run.steered,
                 "rescued": run.rescued,
+                "forced": run.forced,
                 "witness": run.witness,
                 "inside_fallback": run.inside_fallback,
                 "mean_logprob": None if run.mean_logprob is None else round(run.mean_logprob, 4),

@@ -428,6 +428,8 @@ def _result_figures(result: Completion, single: bool) -> dict[str, Any]:
         "steeredTokens": result.steered,
         "rescuedSteps": result.rescued,
     }
+    if result.forced:
+        figures["forcedTokens"] = result.forced
     if result.witness:
         figures["witnessChars"] = len(result.witness)
     if result.inside_fallback:

@@ -78,7 +78,11 @@ def test_budget_sweep_and_steering_columns(tiny_model_path: Path, tmp_path: Path
     assert isinstance(constrained, dict)
     assert constrained["witness_endings"] == 0  # off by default
     successes = constrained["success"]
-    assert constrained["model_written_share"] == (1.0 if successes else None)
+    written = successes - constrained["forced_successes"]
+    assert constrained["model_written_successes"] == written
+    assert constrained["model_written_share"] == (
+        round(written / successes, 4) if successes else None
+    )
     assert constrained["steered_stops"] <= constrained["claimed_success"]
     assert result["steer_samples"] == result["parser_samples"]  # one per constrained step
     inside = result["stay_inside_compare"]
@@ -92,6 +96,18 @@ def test_budget_sweep_and_steering_columns(tiny_model_path: Path, tmp_path: Path
     assert "constrained_unsteered" in text and "4 tokens" in text
     quality = "\n".join(report._quality_section(result))
     assert "model-written share" in quality and "stayInside on against off on 4 cuts" in quality
+
+
+def test_a_success_with_a_forced_token_is_not_model_written() -> None:
+    """A token steering forced (one the model ranked nowhere) counts the success out of
+    the model-written share, as a witness ending does."""
+    runs = [
+        fim_quality.Run("x", "steered", True, 1, "", 0.0, 0.0, None, [], success=True, forced=n)
+        for n in (0, 1)
+    ]
+    figures = fim_quality._steering_figures(runs)
+    assert figures["model_written_share"] == 0.5 and figures["model_written_successes"] == 1
+    assert figures["forced_successes"] == 1
 
 
 def test_comments_out_right_judges_by_tokenize() -> None:

@@ -570,10 +570,7 @@ def test_fallback_never_claims_an_incomplete_middle(
     # inside the tokens must not judge "1()" from the state before the "1".
     script = [byte_token(tiny_model, b) for b in (b"1", b"(", b")")]
     steered = Steered(tiny_model, script=script, eog_bias=-1e4)
-    # unsteered: at the last step steering's last resort would write the ")" itself, with
-    # the vocabulary's own token for it rather than the script's byte token
-    options = DecodeOptions(max_tokens=3, steer=False)
-    r = generate(steered, "x = (", "\n", options, target=target)
+    r = generate(steered, "x = (", "\n", DecodeOptions(max_tokens=3), target=target)
     assert steered.appended == script
     assert (r.middle, r.stop_reason, r.complete) == ("1()", "max_tokens", False)
     assert not ast_accepts("x = (" + r.middle + "\n")

@@ -288,31 +288,33 @@ def test_a_split_gives_way_to_the_witness_own_token(
     opts = DecodeOptions(max_tokens=2, top_k=4, further_down=1)
     r = generate(c_model, left, right, opts, target=target)
     assert r.complete and r.stop_reason == "steered", r.middle
-    assert r.middle == "cla" and r.tokens == 1 and r.rescued == r.steered == 1
+    assert r.middle == "cla" and r.tokens == 1 and r.rescued == r.steered == r.forced == 1
     assert ast_accepts(left + r.middle + right) and r.witness == ""
     c_model.cache.reset()
     top_only = generate(c_model, left, right, replace(opts, further_down=0), target=target)
     assert top_only.middle.startswith("c") and not top_only.complete, top_only.middle
+    assert top_only.forced == 0
 
 
-def test_the_witness_own_token_is_the_last_resort(
+def test_the_witness_own_token_is_the_last_resort_with_witness_endings(
     closer_model: FimModel, target: tuple[int, int], ast_accepts: Accepts
 ) -> None:
     """R needs a ``[`` that neither the model's top 4 nor the one below them holds, and
     none of those keeps a finish within the one token left after it (multiprocessing/
-    process.py's closing quote before R's ``not started")``): steering takes the
-    witness's own first token and the middle lands; where the ranking stays at the
-    top k (``further_down=0``) it does not."""
+    process.py's closing quote before R's ``not started")``).  Where witness endings
+    are allowed, steering writes the witness's own first token, counted as forced;
+    by default the middle stays the model's and does not land."""
     left, right = "x = [1, ", "2]]\n"
-    closer_model.cache.reset()
     opts = DecodeOptions(max_tokens=2, top_k=4, further_down=1)
-    r = generate(closer_model, left, right, opts, target=target)
+    closer_model.cache.reset()
+    r = generate(closer_model, left, right, replace(opts, witness_ending=True), target=target)
     assert r.complete and r.stop_reason == "steered", r.middle
-    assert r.middle.endswith("[") and r.rescued >= 1 and r.witness == ""
+    assert r.middle.endswith("[") and r.forced == 1 and r.witness == ""
+    assert r.as_dict()["forced"] == 1
     assert ast_accepts(left + r.middle + right)
     closer_model.cache.reset()
-    top_only = generate(closer_model, left, right, replace(opts, further_down=0), target=target)
-    assert not top_only.complete, top_only.middle
+    default = generate(closer_model, left, right, opts, target=target)
+    assert not default.complete and default.forced == 0, default.middle
 
 
 # ---------------------------------------------------------------- stayInside

@@ -208,6 +208,7 @@ class Decoder:
             logprob=logprob,
             scored_tokens=scored,
             steered=0 if steering is None else steering.steered,
+            forced=0 if steering is None else steering.forced,
             rescued=self.rescued,
             witness=witness,
             steer_us=[] if steering is None else steering.spent_us,

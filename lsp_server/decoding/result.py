@@ -98,7 +98,10 @@ class Completion:
     ``logprob`` is the model's log-probability of the tokens the returned middle holds
     (``scored_tokens`` of them; a witness's tokens included).  ``steered`` counts the
     tokens steering chose over the model's first viable one, ``rescued`` the steps whose
-    token came from further down the ranking than the top k, ``witness`` is the text a
+    token came from further down the ranking than the top k, ``forced`` the tokens the
+    model ranked nowhere among its candidates (a witness's own first token that steering
+    wrote in place of the model's piece of a word: the middle is then not wholly the
+    model's), ``witness`` is the text a
     witness ending appended (empty: the middle is all the model's), ``inside_fallback``
     says that no middle could stay inside the construct at the cursor, so this one
     was not held to it.  ``token_ids``, ``token_logprobs`` and ``gaps`` (the chosen
@@ -118,6 +121,7 @@ class Completion:
     scored_tokens: int = 0
     steered: int = 0
     rescued: int = 0
+    forced: int = 0
     witness: str = ""
     inside_fallback: bool = False
     steer_us: list[float] = field(default_factory=list)
@@ -142,6 +146,7 @@ class Completion:
             "mean_logprob": None if mean is None else round(mean, 4),
             "steered": self.steered,
             "rescued": self.rescued,
+            "forced": self.forced,
             "witness": self.witness,
             "inside_fallback": self.inside_fallback,
         }

@@ -26,8 +26,10 @@ step, so it is searched once): from the top k, then further down the ranking; wh
 the only one splits a word or a run of blanks (the model may rank only ``c`` of
 ``cla``, and a split costs a token the end of the budget rarely has), the witness's
 own first token as the vocabulary writes it instead; only without one does the lower
-bound choose, and where none of the model's candidates keeps a finish within reach,
-the witness's own first token is the last resort.
+bound choose.  Where none of the model's candidates keeps a finish within reach and
+witness endings are allowed, the witness's own first token is the last resort.  A
+token that the model did not rank among its candidates is counted as forced
+(``Completion.forced``): such a middle is not wholly the model's.
 
 A candidate that opens a comment or a backslash continuation after which no line
 break can come (``from x #``) is never taken (``dead_line_end``): the quotient's
@@ -144,6 +146,9 @@ class Steering:
         self.chars_per_token = finish_chars_per_token(decoder.backend)
         #: tokens taken that were not the model's first viable choice
         self.steered = 0
+        #: tokens taken that the model ranked nowhere among its candidates (the witness's
+        #: own first token): a middle with one is not wholly the model's
+        self.forced = 0
         #: the middle became complete while steering: stop there
         self.finished = False
         #: no candidate can finish within the budget and witness endings are allowed
@@ -207,10 +212,10 @@ class Steering:
         if chosen is None:
             further = dec.further_order(order, ranking)
             chosen = self._weigh(state, distance, left - 1, further, ranking, within_ms=True)
-            if chosen is None and witness:
-                # none of the model's candidates keeps a finish within reach: the token
-                # the vocabulary writes the witness's start with (the closing quote
-                # R's string needs, with one token left)
+            if chosen is None and witness and dec.opts.witness_ending:
+                # none of the model's candidates keeps a finish within reach: where the
+                # user allows a witness's text, its start as the vocabulary writes it
+                # (the closing quote R's string needs, with one token left), forced
                 chosen = self._follow_own(state, witness, left - 1, ranking)
             if chosen is not None:
                 dec.rescued += 1
@@ -300,6 +305,7 @@ class Steering:
         chosen = self._follow(state, witness, after, own, ranking, splits=False)
         if chosen is not None:
             self.steered += 1  # the model ranked it nowhere near: never its first choice
+            self.forced += 1
         return chosen
 
     def _follow(
