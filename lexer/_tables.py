@@ -70,6 +70,7 @@ EXTENDABLE = frozenset(
 
 OPEN_BRACKETS = "([{"
 CLOSE_TO_OPEN = {")": "(", "]": "[", "}": "{"}
+OPEN_TO_CLOSE = {opener: closer for closer, opener in CLOSE_TO_OPEN.items()}
 
 # String prefixes (lower-cased) and what the literal becomes, per target:
 # template strings (PEP 750) from 3.14.  Any other letters before a quote are

@@ -50,6 +50,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lexer import LexError, LexState
+from lexer._tables import CLOSE_TO_OPEN, OPEN_BRACKETS
 from lexer.text import LINE_END_RE, indentation, indentation_column
 
 from .quotient import Quotient, QuotientState
@@ -58,8 +59,8 @@ from .suffix import lex_in_mode
 
 __all__ = ["Enclosure", "InsideState", "enclosure_at"]
 
-_OPEN = frozenset("([{")
-_CLOSE = frozenset(")]}")
+_OPEN = frozenset(OPEN_BRACKETS)
+_CLOSE = frozenset(CLOSE_TO_OPEN)
 #: Kinds that open and close an f-string (or a t-string, where the lexer has them).
 _OPENS_LITERAL = "STRING_START"
 _CLOSES_LITERAL = "STRING_END"

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from lexer import LexError, LexErrorCode, LexState
-from lexer._tables import MAX_INDENT, MAX_PAREN_LEVEL, OPERATORS, keywords
+from lexer._tables import CLOSE_TO_OPEN, MAX_INDENT, MAX_PAREN_LEVEL, OPERATORS, keywords
 from lexer.text import LINE_END_RE, first_line, indentation
 
 from .earley import Automaton, Chart
@@ -52,7 +52,6 @@ __all__ = [
     "warm_backward_parse",
 ]
 
-_OPENERS = {")": "(", "]": "[", "}": "{"}
 #: Bounds on the repairs tried for one start mode (each repair re-lexes R):
 #: as many brackets as CPython can hold open and as many indentation levels.
 _MAX_REPAIRS = MAX_PAREN_LEVEL + MAX_INDENT
@@ -160,8 +159,8 @@ def _lex(attempt: _Attempt, text: str, version: tuple[int, int]) -> list[tuple[s
             if exc.code is LexErrorCode.UNMATCHED_BRACKET and where >= 0:
                 # Open it in the prefix, while CPython's nesting limit allows one more.
                 closer = exc.bracket
-                if closer in _OPENERS and len(attempt.openers) + 1 < MAX_PAREN_LEVEL:
-                    attempt.openers = _OPENERS[closer] + attempt.openers
+                if closer in CLOSE_TO_OPEN and len(attempt.openers) + 1 < MAX_PAREN_LEVEL:
+                    attempt.openers = CLOSE_TO_OPEN[closer] + attempt.openers
                     continue
             if exc.code is LexErrorCode.BAD_DEDENT and where >= 0:
                 line_start = max(text.rfind("\n", 0, where), text.rfind("\r", 0, where)) + 1

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lexer import LexState
+from lexer._tables import OPEN_TO_CLOSE
 from lexer.text import INDENT_CHARS, first_line, is_word_char
 
 from .earley import Chart
@@ -394,7 +395,7 @@ class _Moves:
         nest of ten ``not (`` would spend a steering search's whole budget on closing
         it.  A run is still fed and bounded like any move, so nothing unreal comes of it.
         """
-        if len(brackets) < 2 or _CLOSERS[brackets[-1]] not in moves:
+        if len(brackets) < 2 or OPEN_TO_CLOSE[brackets[-1]] not in moves:
             return []
         shared = 0
         limit = min(len(brackets), len(self.openers))
@@ -402,7 +403,7 @@ class _Moves:
             shared += 1
         runs = []
         for keep in {shared, 0}:
-            run = "".join(_CLOSERS[b] for b in reversed(brackets[keep:]))
+            run = "".join(OPEN_TO_CLOSE[b] for b in reversed(brackets[keep:]))
             if len(run) >= 2:
                 runs.append(run)
         return runs
@@ -473,7 +474,6 @@ class _Moves:
 
 
 _NAME_ONLY = frozenset({"NAME"})
-_CLOSERS = {"(": ")", "[": "]", "{": "}"}
 #: String openings tried where R can go on inside the literal (prefixed ones are not).
 _PLAIN_OPENINGS = ("'", '"', "'''", '"""')
 _LITERAL_KINDS = frozenset({"STRING", "BYTES", "FSTRING_START", "TSTRING_START"})
