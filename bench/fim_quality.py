@@ -120,6 +120,7 @@ class Run:
     forced: int = 0
     witness: str = ""
     inside_fallback: bool = False
+    restarted: bool = False
     mean_logprob: float | None = None
     success: bool = False
     verdict: str = ""  # the oracle's words when it rejects (or gave no answer)
@@ -143,6 +144,7 @@ class Run:
             forced=c.forced,
             witness=c.witness,
             inside_fallback=c.inside_fallback,
+            restarted=c.restarted,
             mean_logprob=c.mean_logprob,
         )
 
@@ -563,7 +565,8 @@ class Report:
             f"{c['model_written_successes']} model-written successes "
             f"({c['forced_successes']} with a forced token), further down in "
             f"{c['rescued_cuts']} cuts ({c['rescued_successes']} successes), "
-            f"{c['stay_inside_fallbacks']} stayInside fallbacks; mean log-probability "
+            f"{c['stay_inside_fallbacks']} stayInside fallbacks, "
+            f"{c['restarted_successes']} restarted successes; mean log-probability "
             f"{c['mean_logprob']} per token"
         )
         return lines
@@ -648,6 +651,7 @@ def _steering_figures(runs: Sequence[Run]) -> dict[str, object]:
         "rescued_cuts": sum(x.rescued > 0 for x in runs),
         "rescued_successes": sum(x.rescued > 0 for x in successes),
         "stay_inside_fallbacks": sum(x.inside_fallback for x in runs),
+        "restarted_successes": sum(x.restarted for x in successes),
         "mean_logprob": _mean_logprob(runs),
         "mean_logprob_middles": sum(x.mean_logprob is not None and bool(x.middle) for x in runs),
     }
@@ -732,6 +736,7 @@ def _case_dict(r: CaseResult) -> dict[str, object]:
                 "forced": run.forced,
                 "witness": run.witness,
                 "inside_fallback": run.inside_fallback,
+                "restarted": run.restarted,
                 "mean_logprob": None if run.mean_logprob is None else round(run.mean_logprob, 4),
             }
             for mode, run in r.runs.items()

@@ -432,6 +432,8 @@ def _result_figures(result: Completion, single: bool) -> dict[str, Any]:
         figures["forcedTokens"] = result.forced
     if result.witness:
         figures["witnessChars"] = len(result.witness)
+    if result.restarted:
+        figures["restarted"] = True
     if result.inside_fallback:
         figures["stayInside"] = "fallback"
         figures["message"] = (

@@ -567,10 +567,12 @@ def test_fallback_never_claims_an_incomplete_middle(
     tiny_model: FimModel, target: tuple[int, int], ast_accepts: Accepts
 ) -> None:
     # "(1()" is not complete, and neither is any prefix of it; but "(1)" is: the search
-    # inside the tokens must not judge "1()" from the state before the "1".
+    # inside the tokens must not judge "1()" from the state before the "1".  (No
+    # restart: the middle it returned is the fallback's.)
     script = [byte_token(tiny_model, b) for b in (b"1", b"(", b")")]
     steered = Steered(tiny_model, script=script, eog_bias=-1e4)
-    r = generate(steered, "x = (", "\n", DecodeOptions(max_tokens=3), target=target)
+    options = DecodeOptions(max_tokens=3, restart=False)
+    r = generate(steered, "x = (", "\n", options, target=target)
     assert steered.appended == script
     assert (r.middle, r.stop_reason, r.complete) == ("1()", "max_tokens", False)
     assert not ast_accepts("x = (" + r.middle + "\n")

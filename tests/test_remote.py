@@ -181,8 +181,11 @@ def test_greedy_middles_are_the_in_process_ones(
     """A model that ends its middles: every middle, stop reason and token count is the
     in-process one (the end tokens are among the alternatives the server sends)."""
     # without looking further down the top k: beyond the server's top n that costs a
-    # request of its own, which the stream count below does not hold
-    options = DecodeOptions(mode=mode, max_tokens=16, token_healing=False, further_down=0)
+    # request of its own, which the stream count below does not hold; and one generation
+    # per cut (a restart would start another), which the stream arithmetic assumes
+    options = DecodeOptions(
+        mode=mode, max_tokens=16, token_healing=False, further_down=0, restart=False
+    )
     before = remote_stopping.counters.snapshot()
     at_limit = 0
     for left, right in cuts:

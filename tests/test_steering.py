@@ -27,9 +27,11 @@ from model_fixtures import (  # noqa: F401  (fixtures are used by name)
 )
 from test_completion import Steered, byte_token
 
-from lsp_server.decoding import DecodeOptions, generate, steering
+from lsp_server.decoding import Completion, DecodeOptions, generate, steering
 from lsp_server.decoding.alternatives import ALTERNATIVES, branch, branch_points, ranked
+from lsp_server.decoding.restart import restart_points
 from lsp_server.decoding.steering import dead_line_end, finish_chars_per_token
+from lsp_server.decoding.stopping import StopCheck
 from lsp_server.model import FimModel
 from quotient_parser.quotient import Quotient
 
@@ -122,8 +124,42 @@ def test_steering_follows_a_witness_where_the_bound_is_loose(
     assert "#" in r.middle  # the model was followed while the budget allowed
     monkeypatch.setattr(steering, "WITNESS_HORIZON", -(10**6))  # no witness asked for
     comment_model.cache.reset()
-    bound_only = generate(comment_model, left, right, opts, target=target)
-    assert not bound_only.complete, bound_only.middle
+    bound_only = generate(comment_model, left, right, replace(opts, restart=False),
+                          target=target)  # fmt: skip
+    assert not bound_only.complete and not bound_only.restarted, bound_only.middle
+
+
+def test_a_middle_that_ran_out_of_budget_restarts_where_a_finish_was_in_reach(
+    comment_model: FimModel,
+    target: tuple[int, int],
+    ast_accepts: Accepts,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Steering by the lower bound alone (no witness asked for) stays in the comment to
+    the end of the budget; the restart searches the middle's start, finds ``[`` and
+    steers there with the model's own candidates: the middle lands, model-written, and
+    says it was restarted."""
+    left, right = "x = [1, ", "2]]\n"
+    monkeypatch.setattr(steering, "WITNESS_HORIZON", -(10**6))
+    comment_model.cache.reset()
+    r = generate(comment_model, left, right, DecodeOptions(max_tokens=16), target=target)
+    assert r.complete and r.restarted and r.stop_reason == "steered", r.middle
+    assert ast_accepts(left + r.middle + right)
+    assert r.witness == "" and r.forced == 0
+    assert r.as_dict()["restarted"] is True
+
+
+def test_restart_points_latest_witness_that_fits_first(
+    comment_model: FimModel, target: tuple[int, int]
+) -> None:
+    """The finishes steering found come first, latest first, and only where the budget
+    still holds them after their step (their tokens and one more)."""
+    quotient = Quotient("x = [1, ", "2]]\n", target)
+    first = Completion("", "max_tokens", False, 8, witnesses=[(2, "["), (5, "["), (7, "[")])
+    opts = DecodeOptions(max_tokens=8)
+    stop = StopCheck(None, None)
+    points = restart_points(comment_model, quotient, opts, first, stop)
+    assert [next(points), next(points)] == [(5, "["), (2, "[")]
 
 
 def test_no_comment_that_no_line_break_can_follow(

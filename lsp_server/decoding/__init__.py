@@ -28,13 +28,20 @@ same against llama.cpp in process or a server.  The pieces:
 * :mod:`.text`: token bytes to middle text (whole characters, token healing);
 * :mod:`.ranking`: the order candidates are tried in (greedy or sampled);
 * :mod:`.stopping`: when to stop and the best stopping point;
-* :mod:`.loop`: the loop itself, ``generate`` and ``build_prompt``;
+* :mod:`.loop`: the loop itself, ``build_prompt`` and ``resume`` (decode on after a
+  prefix of an earlier generation);
+* :mod:`.steering`: spending the budget knowing the distance to a finish;
+* :mod:`.restart`: a middle that ran out of budget, again from where a finish was in
+  reach;
+* :mod:`.alternatives`: distinct middles branching off the first one;
+* :mod:`.request`: one request, ``generate``: the prompt, the loop, the second runs;
 * :mod:`.checked`: checked mode's cut-back with ``ast.parse``;
 * :mod:`.result`: the ``Completion`` and its timings.
 """
 
-from .loop import build_prompt, generate
+from .loop import build_prompt
 from .options import DecodeOptions
+from .request import generate
 from .result import Completion, DecodeTimes, Timings
 
 __all__ = [

@@ -18,13 +18,11 @@ import time
 from collections.abc import Callable, Sequence
 
 from lsp_server.model.backend import Backend
-from lsp_server.model.errors import Interrupted
-from lsp_server.status import StopReason
 from quotient_parser.quotient import Quotient
 
-from .loop import Decoder, build_prompt
+from .loop import Decoder, resume
 from .options import DecodeOptions
-from .result import Completion, DecodeTimes
+from .result import Completion
 from .stopping import StopCheck
 
 __all__ = ["ALTERNATIVES", "branch", "branch_points", "ranked"]
@@ -52,28 +50,13 @@ def branch(
 ) -> Completion:
     """The middle that follows ``first`` for ``at`` steps and then takes another token
     (``options.deadline_s`` counts from now)."""
-    times = DecodeTimes()
-    deadline = None if options.deadline_s is None else times.started + options.deadline_s
-    stop = StopCheck(cancel, deadline)
-    prompt, owed = build_prompt(backend, quotient.left, quotient.right, options)
-    shared = first.token_ids[:at]
-    start = quotient.free_initial if first.inside_fallback else quotient.initial
-    decoder = Decoder(backend, options, quotient, owed, stop, times, start=start)
-    try:
-        generation = backend.start(prompt + shared, stop if stop.bounded else None)
-    except Interrupted:
-        return Completion("", stop.reason or StopReason.DEADLINE, False, 0, times)
-    times.prompt_read = time.perf_counter()
-    with generation:
-        if not decoder.replay(shared, first.token_logprobs[:at]):
-            return Completion("", StopReason.NO_VIABLE_TOKEN, False, 0, times)
+    now = time.perf_counter()
+    stop = StopCheck(cancel, None if options.deadline_s is None else now + options.deadline_s)
+
+    def ban_first_choice(decoder: Decoder) -> None:
         decoder.banned[at] = frozenset(first.token_ids[at : at + 1])
-        result = decoder.run(generation)
-    result.healed = owed
-    result.inside_fallback = first.inside_fallback
-    times.finished = time.perf_counter()
-    result.timings = times.timings(len(prompt), result.tokens, result.parser_us)
-    return result
+
+    return resume(backend, quotient, options, first, at, ban_first_choice, stop)
 
 
 def ranked(completions: Sequence[Completion], limit: int = ALTERNATIVES) -> list[Completion]:

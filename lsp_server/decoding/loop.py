@@ -19,13 +19,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from lexer.text import first_line
-from lexer.version import NEWEST, TargetLike
 from lsp_server.model.backend import Backend, Generation, IdArray, TokenRanking
 from lsp_server.model.errors import Interrupted
 from lsp_server.status import StopReason
 from quotient_parser.quotient import Quotient, QuotientState
 
-from .checked import checked_prefix
 from .options import DecodeOptions
 from .ranking import Ranker
 from .result import Completion, DecodeTimes
@@ -33,7 +31,7 @@ from .steering import Steering, dead_line_end, witness_ending
 from .stopping import StopCheck, StoppingPoints
 from .text import can_take_non_ascii, heal_split, token_text
 
-__all__ = ["Decoder", "build_prompt", "generate"]
+__all__ = ["Choice", "Decoder", "build_prompt", "resume"]
 
 #: A choice: (token, whether it ends the generation), or None when nothing fits.
 Choice = tuple[int, bool] | None
@@ -59,81 +57,39 @@ def build_prompt(
     return prompt, owed
 
 
-def generate(
+def resume(
     backend: Backend,
-    left: str,
-    right: str,
-    options: DecodeOptions | None = None,
-    *,
-    quotient: Quotient | None = None,
-    target: TargetLike = NEWEST,
-    cancel: Callable[[], bool] | None = None,
+    quotient: Quotient,
+    options: DecodeOptions,
+    first: Completion,
+    at: int,
+    prepare: Callable[[Decoder], None],
+    stop: StopCheck,
 ) -> Completion:
-    """Generate the middle between ``left`` and ``right``.
-
-    ``quotient`` may be passed in to reuse one built earlier (the language
-    server keeps a builder per document); it must be for (left, right).
-    ``cancel`` is polled while the prompt is read and between tokens.
-
-    Under ``stay_inside`` (the quotient's, or the options' for a quotient built here),
-    a middle that cannot complete is looked at again: when no middle can stay inside
-    the construct at the cursor (``Quotient.inside_empty``), it is generated again
-    without the restriction, and the completion says so (``inside_fallback``).
-    """
-    opts = options or DecodeOptions()
+    """Decode on after the first ``at`` steps of ``first`` (an earlier generation of the
+    same request, replayed without choosing; the model's cache still holds them), with
+    ``prepare`` setting the decoder up for what it does differently from there (an
+    alternative bans ``first``'s token, a restart steers at once)."""
     times = DecodeTimes()
-    stop = StopCheck(cancel, None if opts.deadline_s is None else times.started + opts.deadline_s)
-    if opts.constrained and quotient is None:
-        quotient = Quotient(left, right, target, stay_inside=opts.stay_inside)
-        times.quotient_built = time.perf_counter()
-    prompt, owed = build_prompt(backend, left, right, opts)
-    result = _decode(backend, prompt, owed, opts, quotient, stop, times)
-    if quotient is not None and _inside_is_why(result, quotient, stop):
-        result = _decode(backend, prompt, owed, opts, quotient, stop, times, free=True)
-        result.inside_fallback = True
-    if opts.mode == "checked":
-        result = checked_prefix(result, left, right)
+    prompt, owed = build_prompt(backend, quotient.left, quotient.right, options)
+    shared = first.token_ids[:at]
+    start = quotient.free_initial if first.inside_fallback else quotient.initial
+    decoder = Decoder(backend, options, quotient, owed, stop, times, start=start)
+    try:
+        generation = backend.start(prompt + shared, stop if stop.bounded else None)
+    except Interrupted:
+        return Completion("", stop.reason or StopReason.DEADLINE, False, 0, times)
+    times.prompt_read = time.perf_counter()
+    with generation:
+        if not decoder.replay(shared, first.token_logprobs[:at]):
+            return Completion("", StopReason.NO_VIABLE_TOKEN, False, 0, times)
+        prepare(decoder)
+        result = decoder.run(generation)
     result.healed = owed
+    result.inside_fallback = first.inside_fallback
     times.finished = time.perf_counter()
     result.timings = times.timings(len(prompt), result.tokens, result.parser_us)
     return result
-
-
-def _decode(
-    backend: Backend,
-    prompt: list[int],
-    owed: str,
-    opts: DecodeOptions,
-    quotient: Quotient | None,
-    stop: StopCheck,
-    times: DecodeTimes,
-    *,
-    free: bool = False,
-) -> Completion:
-    """One run of the loop from the prompt (``free``: from the quotient's start without
-    the ``stay_inside`` restriction)."""
-    start = quotient.free_initial if free and quotient is not None else None
-    try:
-        generation = backend.start(prompt, stop if stop.bounded else None)
-    except Interrupted:
-        # A long prompt on a slow machine: give up for now; what was read stays with the
-        # backend, so asking again at this place goes on from there.
-        times.stopped = time.perf_counter()
-        reason = stop.reason or StopReason.DEADLINE
-        return Completion("", reason, False if opts.constrained else None, 0, times)
-    if times.prompt_read is None:
-        times.prompt_read = time.perf_counter()
-    with generation:
-        return Decoder(backend, opts, quotient, owed, stop, times, start=start).run(generation)
-
-
-def _inside_is_why(result: Completion, quotient: Quotient, stop: StopCheck) -> bool:
-    """The middle did not complete, and no middle can while staying inside: worth a
-    second run without the restriction (only when there is time for it)."""
-    if result.complete is not False or not quotient.stay_inside or stop():
-        return False
-    seconds = 1.0 if stop.deadline is None else (stop.deadline - time.perf_counter()) / 4
-    return seconds > 0.01 and quotient.inside_empty(max_seconds=min(1.0, seconds))
 
 
 class Decoder:
@@ -215,6 +171,7 @@ class Decoder:
             token_ids=self.token_ids,
             token_logprobs=self.token_logprobs,
             gaps=self.gaps,
+            witnesses=[] if steering is None else steering.found,
         )
 
     def _loop(self, generation: Generation) -> StopReason:

@@ -33,6 +33,9 @@ class DecodeOptions:
     #: finish, take only candidates that keep a finish within the budget, preferring
     #: those that bring it closer.  False: follow the model to the end of the budget.
     steer: bool = True
+    #: A steered middle that ran out of budget without landing is decoded again from a
+    #: step where a finish was in reach (``restart.py``).  False: one generation only.
+    restart: bool = True
     #: When no candidate can still finish within the budget, end the middle with the
     #: shortest finish the quotient finds (text the model did not write).
     witness_ending: bool = False

@@ -104,9 +104,12 @@ class Completion:
     model's), ``witness`` is the text a
     witness ending appended (empty: the middle is all the model's), ``inside_fallback``
     says that no middle could stay inside the construct at the cursor, so this one
-    was not held to it.  ``token_ids``, ``token_logprobs`` and ``gaps`` (the chosen
+    was not held to it, ``restarted`` that the first generation ran out of budget and
+    this middle comes from a restart at a step where a finish was in reach
+    (``restart.py``).  ``token_ids``, ``token_logprobs`` and ``gaps`` (the chosen
     token's log-probability less the best other candidate's) are per step, for
-    branching into alternatives.
+    branching into alternatives; ``witnesses`` holds (step, finish) for each finish
+    steering found, where a restart may begin.
     """
 
     middle: str
@@ -124,10 +127,12 @@ class Completion:
     forced: int = 0
     witness: str = ""
     inside_fallback: bool = False
+    restarted: bool = False
     steer_us: list[float] = field(default_factory=list)
     token_ids: list[int] = field(default_factory=list)
     token_logprobs: list[float] = field(default_factory=list)
     gaps: list[float] = field(default_factory=list)
+    witnesses: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def mean_logprob(self) -> float | None:
@@ -149,4 +154,5 @@ class Completion:
             "forced": self.forced,
             "witness": self.witness,
             "inside_fallback": self.inside_fallback,
+            "restarted": self.restarted,
         }

@@ -161,6 +161,18 @@ class Steering:
         self._witness: tuple[QuotientState, str | None] | None = None
         self._misses = 0  # witness searches that found nothing since the last line break
         self._miss_lines = 0  # line breaks in the middle at the last miss
+        #: (step, finish) of every witness found: where a restart may begin (``restart.py``)
+        self.found: list[tuple[int, str]] = []
+        #: steer at every step from now on, whatever the budget says (a restart)
+        self.urgent = False
+
+    def steer_now(self, witness: str | None) -> None:
+        """Steer from this step on, following ``witness`` (a finish of the decoder's
+        state, or None to search for one): a restart, after the model's own way from
+        here ran out of budget (``restart.py``)."""
+        self.urgent = True
+        if witness is not None and self.decoder.state is not None:
+            self._witness = (self.decoder.state, witness)
 
     def need(self, distance: int) -> int:
         """Tokens a finish of at least ``distance`` characters is expected to take."""
@@ -189,18 +201,18 @@ class Steering:
             closer = self._close(state, order, ranking)
             if closer is not None:
                 return closer
-        if dec.tokens < self._next_look:
+        if dec.tokens < self._next_look and not self.urgent:
             return None
         left = dec.opts.max_tokens - dec.tokens  # this step's token included
         distance = state.distance(natural=True)
         need = self.need(distance)
         witness = None
-        if left - need - STEER_MARGIN <= WITNESS_HORIZON:
+        if self.urgent or left - need - STEER_MARGIN <= WITNESS_HORIZON:
             witness = self.witness(state)
             if witness is not None:
                 need = max(need, self.witness_tokens(witness))
         spare = left - need - STEER_MARGIN
-        if spare > 0:
+        if spare > 0 and not self.urgent:
             self._next_look = dec.tokens + int(spare * RECHECK_SHARE)
             return None
         chosen = None
@@ -238,7 +250,9 @@ class Steering:
             seconds = max(0.0, min(seconds, deadline - time.perf_counter()))
         found = state.witness(max_nodes=WITNESS_NODES, max_seconds=seconds)
         self._witness = (state, found.text)
-        if found.text is None:
+        if found.text is not None:
+            self.found.append((self.decoder.tokens, found.text))
+        else:
             # a new line starts a new statement, where finishes across its end are
             # short again: the count starts afresh there
             self._misses = 1 if lines != self._miss_lines else self._misses + 1

@@ -1,0 +1,121 @@
+"""One request: the prompt, a run of the loop, and the second runs when the first fails.
+
+A constrained middle that did not complete is looked at again, at most twice: when no
+middle can stay inside the construct at the cursor (``Quotient.inside_empty``), it is
+generated again without that restriction (``Completion.inside_fallback``); when the
+budget ran out, it is decoded again from a step where a finish was in reach
+(:mod:`.restart`, ``Completion.restarted``).  Checked mode's cut-back comes last.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from lexer.version import NEWEST, TargetLike
+from lsp_server.model.backend import Backend
+from lsp_server.model.errors import Interrupted
+from lsp_server.status import StopReason
+from quotient_parser.quotient import Quotient
+
+from .checked import checked_prefix
+from .loop import Decoder, build_prompt
+from .options import DecodeOptions
+from .restart import restart
+from .result import Completion, DecodeTimes
+from .stopping import StopCheck
+
+__all__ = ["generate"]
+
+
+def generate(
+    backend: Backend,
+    left: str,
+    right: str,
+    options: DecodeOptions | None = None,
+    *,
+    quotient: Quotient | None = None,
+    target: TargetLike = NEWEST,
+    cancel: Callable[[], bool] | None = None,
+) -> Completion:
+    """Generate the middle between ``left`` and ``right``.
+
+    ``quotient`` may be passed in to reuse one built earlier (the language
+    server keeps a builder per document); it must be for (left, right).
+    ``cancel`` is polled while the prompt is read and between tokens.
+
+    Under ``stay_inside`` (the quotient's, or the options' for a quotient built here),
+    a middle that cannot complete is looked at again: when no middle can stay inside
+    the construct at the cursor (``Quotient.inside_empty``), it is generated again
+    without the restriction, and the completion says so (``inside_fallback``); one
+    that ran out of budget is restarted from where a finish was in reach (``restarted``).
+    """
+    opts = options or DecodeOptions()
+    times = DecodeTimes()
+    stop = StopCheck(cancel, None if opts.deadline_s is None else times.started + opts.deadline_s)
+    if opts.constrained and quotient is None:
+        quotient = Quotient(left, right, target, stay_inside=opts.stay_inside)
+        times.quotient_built = time.perf_counter()
+    prompt, owed = build_prompt(backend, left, right, opts)
+    result = _decode(backend, prompt, owed, opts, quotient, stop, times)
+    if quotient is not None and _inside_is_why(result, quotient, stop):
+        result = _decode(backend, prompt, owed, opts, quotient, stop, times, free=True)
+        result.inside_fallback = True
+    if quotient is not None and _ran_out(result, opts, stop):
+        again = restart(backend, quotient, opts, result, stop)
+        if again is not None:  # the time and the parser's work of both runs count
+            again.parser_us = result.parser_us + again.parser_us
+            again.steer_us = result.steer_us + again.steer_us
+            times.stopped = again.times.stopped
+            result = again
+    if opts.mode == "checked":
+        result = checked_prefix(result, left, right)
+    result.healed = owed
+    times.finished = time.perf_counter()
+    result.timings = times.timings(len(prompt), result.tokens, result.parser_us)
+    return result
+
+
+def _decode(
+    backend: Backend,
+    prompt: list[int],
+    owed: str,
+    opts: DecodeOptions,
+    quotient: Quotient | None,
+    stop: StopCheck,
+    times: DecodeTimes,
+    *,
+    free: bool = False,
+) -> Completion:
+    """One run of the loop from the prompt (``free``: from the quotient's start without
+    the ``stay_inside`` restriction)."""
+    start = quotient.free_initial if free and quotient is not None else None
+    try:
+        generation = backend.start(prompt, stop if stop.bounded else None)
+    except Interrupted:
+        # A long prompt on a slow machine: give up for now; what was read stays with the
+        # backend, so asking again at this place goes on from there.
+        times.stopped = time.perf_counter()
+        reason = stop.reason or StopReason.DEADLINE
+        return Completion("", reason, False if opts.constrained else None, 0, times)
+    if times.prompt_read is None:
+        times.prompt_read = time.perf_counter()
+    with generation:
+        return Decoder(backend, opts, quotient, owed, stop, times, start=start).run(generation)
+
+
+def _inside_is_why(result: Completion, quotient: Quotient, stop: StopCheck) -> bool:
+    """The middle did not complete, and no middle can while staying inside: worth a
+    second run without the restriction (only when there is time for it)."""
+    if result.complete is not False or not quotient.stay_inside or stop():
+        return False
+    seconds = 1.0 if stop.deadline is None else (stop.deadline - time.perf_counter()) / 4
+    return seconds > 0.01 and quotient.inside_empty(max_seconds=min(1.0, seconds))
+
+
+def _ran_out(result: Completion, options: DecodeOptions, stop: StopCheck) -> bool:
+    """A steered middle that did not complete, for want of tokens or of a candidate that
+    fits, with time left: worth a restart."""
+    stopped_short = result.stop_reason in (StopReason.MAX_TOKENS, StopReason.NO_VIABLE_TOKEN)
+    wanted = options.steer and options.restart
+    return wanted and result.complete is False and stopped_short and not stop()
