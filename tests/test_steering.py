@@ -33,6 +33,7 @@ from lsp_server.decoding.restart import restart_points
 from lsp_server.decoding.steering import dead_line_end, finish_chars_per_token
 from lsp_server.decoding.stopping import StopCheck
 from lsp_server.model import FimModel
+from lsp_server.status import StopReason
 from quotient_parser.quotient import Quotient
 
 Accepts = Callable[[str | bytes], bool]
@@ -155,7 +156,8 @@ def test_restart_points_latest_witness_that_fits_first(
     """The finishes steering found come first, latest first, and only where the budget
     still holds them after their step (their tokens and one more)."""
     quotient = Quotient("x = [1, ", "2]]\n", target)
-    first = Completion("", "max_tokens", False, 8, witnesses=[(2, "["), (5, "["), (7, "[")])
+    found = [(2, "["), (5, "["), (7, "[")]
+    first = Completion("", StopReason.MAX_TOKENS, False, 8, witnesses=found)
     opts = DecodeOptions(max_tokens=8)
     stop = StopCheck(None, None)
     points = restart_points(comment_model, quotient, opts, first, stop)
