@@ -27,6 +27,14 @@ from .stopping import StopCheck
 
 __all__ = ["generate"]
 
+#: The two witness searches that decide whether no middle can stay inside
+#: (``Quotient.inside_empty``), made only after a middle failed: states expanded by
+#: each (the bound that makes the answer the same on any machine; finishes that must
+#: leave a string and begin a block, as ``')\n    if `` before R's ``LIN:``, take a
+#: few thousand), and a cap in seconds (also a quarter of the request's time left).
+INSIDE_NODES = 3000
+INSIDE_SECONDS = 2.0
+
 
 def generate(
     backend: Backend,
@@ -109,8 +117,10 @@ def _inside_is_why(result: Completion, quotient: Quotient, stop: StopCheck) -> b
     second run without the restriction (only when there is time for it)."""
     if result.complete is not False or not quotient.stay_inside or stop():
         return False
-    seconds = 1.0 if stop.deadline is None else (stop.deadline - time.perf_counter()) / 4
-    return seconds > 0.01 and quotient.inside_empty(max_seconds=min(1.0, seconds))
+    seconds = INSIDE_SECONDS
+    if stop.deadline is not None:
+        seconds = min(seconds, (stop.deadline - time.perf_counter()) / 4)
+    return seconds > 0.01 and quotient.inside_empty(max_nodes=INSIDE_NODES, max_seconds=seconds)
 
 
 def _ran_out(result: Completion, options: DecodeOptions, stop: StopCheck) -> bool:
