@@ -311,9 +311,17 @@ class _Moves:
         self.operator_pairs = frozenset(op[:2] for op in operators if len(op) >= 2)
         self.operator_chars = frozenset("".join(operators))
         ids = grammar.terminal_ids
+        #: construct phrases, each tried where the chart can scan its first keyword: a
+        #: comprehension's clause (R's ``if`` inside a display, or its closing bracket
+        #: after a name) and a conditional's test (R's ``else``).  The bound sees each of
+        #: R's symbols apart and so not that these are needed before them.
+        self.phrases: dict[int, str] = {
+            ids[phrase.split()[0]]: phrase for phrase in _PHRASES if phrase.split()[0] in ids
+        }
         self.indent = ids.get("INDENT")
         self.dedent = ids.get("DEDENT")
         self.right = analysis.quotient.right
+        self.phrase_end = " " if is_word_char(self.right[:1]) else ""
         #: the brackets R closes (closing runs stop short of them)
         self.openers = _openers_of(analysis)
         #: R's first line has text that cannot be code: a finish may open the comment
@@ -356,6 +364,10 @@ class _Moves:
                     yield separator(before, head) + head
             elif plain and terminal in self.interpolated:
                 continue
+            phrase = self.phrases.get(terminal)
+            if phrase is not None:  # first: among equally short paths, tried first
+                # with the blank that keeps its last name apart from R's first word
+                yield separator(before, phrase) + phrase + self.phrase_end
             text = text_of.get(terminal)
             if text is None:
                 continue
@@ -474,6 +486,8 @@ class _Moves:
 
 
 _NAME_ONLY = frozenset({"NAME"})
+#: Construct phrases (see ``_Moves.phrases``), keyed by their first keyword.
+_PHRASES = frozenset({"for x in x", "if x"})
 #: String openings tried where R can go on inside the literal (prefixed ones are not).
 _PLAIN_OPENINGS = ("'", '"', "'''", '"""')
 _LITERAL_KINDS = frozenset({"STRING", "BYTES", "FSTRING_START", "TSTRING_START"})
@@ -523,6 +537,14 @@ class _AStar:
             return len(move)
         return _line_start_cost(move)
 
+    def light_cost(self, move: str, at_line_start: bool) -> int:
+        """What ``move`` adds to the light search's length: a construct phrase counts as
+        one character, so the phrases R's later symbols need are tried early (the bound
+        cannot see that need; see ``_Moves.phrases``)."""
+        if self.light and move.strip(" ") in _PHRASES:
+            return 1
+        return self.cost(move, at_line_start)
+
     def run(self, max_nodes: int, deadline: float) -> str | None:
         """Search on; the text of a finish, or None (budget spent or queue empty)."""
         queue, keys, bound, weight = self.queue, self.keys, self.bound, self.weight
@@ -562,8 +584,9 @@ class _AStar:
             assert lex is not None
             at_line_start = lex.at_line_start and not lex.brackets
             for step in moves(state.state):
-                gc = g + self.cost(step, at_line_start)
-                hc = max(0, h - (gc - g))
+                # the child's bound drops by the move's own length, not its discounted one
+                gc = g + self.light_cost(step, at_line_start)
+                hc = max(0, h - self.cost(step, at_line_start))
                 _push(queue, gc, hc, weight, counter, text + step, state, step)
                 counter += 1
         self.exhausted = True

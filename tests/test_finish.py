@@ -322,6 +322,31 @@ def test_a_crossing_finish_opens_the_string_that_r_closes(
     assert ast_accepts(left + found.text + right), found.text
 
 
+@pytest.mark.parametrize(
+    ("left", "right", "phrase"),
+    [
+        # sre_compile.py's cut: R's ``if`` inside the braces it closes, with no ``else``
+        ("from re import _compiler as _\nglobals(", "(_).items() if k[:2] != '__'})\n",
+         "for x in x"),
+        # test/libregrtest/cmdline.py's cut: R's ``else`` after an ``and``
+        ("def f(args):\n    n = int(args[0", "and args[2] else 'reflog.txt'\n    return n\n",
+         "if x"),
+    ],
+)  # fmt: skip
+def test_a_finish_writes_the_construct_that_r_later_needs(
+    target: tuple[int, int], ast_accepts: Accepts, left: str, right: str, phrase: str
+) -> None:
+    """A comprehension's clause before R's ``if`` and ``}``, a conditional's test before
+    R's ``else``: the bound sees each of R's symbols apart, so not that these must come
+    first, and a symbol-at-a-time search does not reach them within 300 states.  The
+    search tries them as phrases (one character in its first, light pass)."""
+    state = Quotient(left, right, target, stay_inside=True).initial
+    found = state.witness(max_nodes=300, max_seconds=5)
+    assert found.text is not None and phrase in found.text, found
+    assert state.feed(found.text).lands
+    assert ast_accepts(left + found.text + right), found.text
+
+
 def test_a_witness_lands(target: tuple[int, int], ast_accepts: Accepts) -> None:
     """A middle whose comment swallows R's first line of code is complete but does not
     land: its witness ends the comment and goes on (no empty witness)."""
