@@ -69,6 +69,7 @@ def generate(
     if quotient is not None and _inside_is_why(result, quotient, stop):
         result = _decode(backend, prompt, owed, opts, quotient, stop, times, free=True)
         result.inside_fallback = True
+    result.healed = owed  # a restart replays the middle after it
     if quotient is not None and _ran_out(result, opts, stop):
         again = restart(backend, quotient, opts, result, stop)
         if again is not None:  # the time and the parser's work of both runs count
