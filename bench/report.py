@@ -323,12 +323,13 @@ def _quality_section(q: dict[str, Any]) -> list[str]:
         f"{'on' if q.get('stay_inside', True) else 'off'}):",
         "",
         "| success | model-written share | witness endings | steered stops | steering in "
-        "successes | further down | exact match | mean log-prob / token | steering µs p99 |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "successes | restarted successes | further down | exact match | mean log-prob / token "
+        "| steering µs p99 |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         f"| {c['success']} / {q['cases']} | {c.get('model_written_share')} | "
         f"{c.get('witness_endings')} | {c.get('steered_stops')} | {c.get('steered_successes')} "
-        f"| {c.get('rescued_cuts')} | {c['exact_match']} | {c.get('mean_logprob')} | "
-        f"{q.get('steer_us_per_token_p99')} |",
+        f"| {c.get('restarted_successes', '—')} | {c.get('rescued_cuts')} | {c['exact_match']} "
+        f"| {c.get('mean_logprob')} | {q.get('steer_us_per_token_p99')} |",
     ]
     inside = q.get("stay_inside_compare")
     if inside:
