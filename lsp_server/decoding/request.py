@@ -69,7 +69,7 @@ def generate(
     if quotient is not None and _inside_is_why(result, quotient, stop):
         result = _decode(backend, prompt, owed, opts, quotient, stop, times, free=True)
         result.inside_fallback = True
-    result.healed = owed  # a restart replays the middle after it
+    result.healed = owed  # before a restart, which replays the middle after it
     if quotient is not None and _ran_out(result, opts, stop):
         again = restart(backend, quotient, opts, result, stop)
         if again is not None:  # the time and the parser's work of both runs count
@@ -79,7 +79,6 @@ def generate(
             result = again
     if opts.mode == "checked":
         result = checked_prefix(result, left, right)
-    result.healed = owed
     times.finished = time.perf_counter()
     result.timings = times.timings(len(prompt), result.tokens, result.parser_us)
     return result

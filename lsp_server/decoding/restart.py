@@ -62,7 +62,7 @@ def restart(
     for at, finish in restart_points(backend, quotient, options, first, stop):
         if any(at > step - ATTEMPT_GAP for step in tried):
             continue  # too close to one that failed: it would likely fail the same way
-        if len(tried) >= ATTEMPTS or stop():
+        if stop():
             break
         tried.append(at)
 
@@ -74,6 +74,8 @@ def restart(
         if again.complete:
             again.restarted = True
             return again
+        if len(tried) >= ATTEMPTS:
+            break  # before asking for another point: it may cost a search
     return None
 
 
