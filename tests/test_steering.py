@@ -202,8 +202,11 @@ def test_a_middle_never_comments_out_the_code_after_the_cursor(
         comment_model.cache.reset()
         opts = DecodeOptions(max_tokens=12, steer=steer)
         r = generate(comment_model, left, right, opts, target=target)
-        assert "#" not in r.middle.rsplit("\n", 1)[-1], (steer, r.middle)
+        # Unsteered, the model may find no end at all (the empty middle is no answer);
+        # an incomplete middle is never offered.
+        assert r.complete or not steer, (steer, r.middle)
         if r.complete:
+            assert "#" not in r.middle.rsplit("\n", 1)[-1], (steer, r.middle)
             assert ast_accepts(left + r.middle + right), r.middle
 
 

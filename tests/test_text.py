@@ -15,7 +15,7 @@ from lexer.text import (
     split_lines,
 )
 from lexer.version import NEWEST, OLDEST, SUPPORTED, TargetVersion
-from lsp_server.lines import opens_block
+from lsp_server.decoding.line_mode import opens_block
 from quotient_parser.quotient import Quotient
 
 

@@ -4,21 +4,20 @@ The loop follows section VII-B of the seed paper and PICARD's top-k checking:
 after each model step the candidates are ranked and tried in order against the
 FIM quotient until one keeps the middle *viable*; an end-of-generation token is
 accepted only where the middle is *complete* (``left + middle + right`` parses).
-When no candidate in the top k is viable generation stops; at the token or time
-limit the best complete stopping point seen is returned (length-normalised
-log-probability including the end-of-generation probability there).  Before it
-comes to that, once half the token budget is spent without the middle ever being
-complete, the loop *closes*: it looks among the model's best few viable
-candidates for one that completes the middle and stops there (only a decoder that
-knows the quotient can do this; it is what lets a model that never sees the right
-context meet it).
+Where the middle ends when the model does not end it (:mod:`.stopping`): at the
+likeliest complete middle (for a FIM model, the log-probability of the middle and
+of ending there), before the model writes the code after the cursor again, and for a
+single line at the model's own line break.  Near the end of the budget steering
+brings the middle to a finish (:mod:`.steering`).
 
-Three modes share the loop so that they can be compared on equal terms:
+Four modes share the loop so that they can be compared on equal terms:
 
 ``constrained``   the above (the default);
 ``unconstrained`` the model's own choice at every step, no syntax checks;
 ``checked``       unconstrained, then the longest prefix of its output with
-                  which ``ast.parse`` accepts the file.
+                  which ``ast.parse`` accepts the file;
+``heuristic``     unconstrained, trimmed by the string rules shipping tools apply
+                  (:mod:`.heuristic`).
 
 The loop talks to the model only through the backend interface of
 :mod:`lsp_server.model.backend` (rankings in, chosen tokens out), so it runs the
@@ -27,7 +26,9 @@ same against llama.cpp in process or a server.  The pieces:
 * :mod:`.options`: the request's settings (the modes are :mod:`lsp_server.modes`');
 * :mod:`.text`: token bytes to middle text (whole characters, token healing);
 * :mod:`.ranking`: the order candidates are tried in (greedy or sampled);
-* :mod:`.stopping`: when to stop and the best stopping point;
+* :mod:`.stopping`: when to stop, the best stopping point, the echo of R;
+* :mod:`.line_mode`: single or multi-line, and the fallback between them;
+* :mod:`.heuristic`: heuristic mode's rules; :mod:`.edit_distance`: Levenshtein;
 * :mod:`.loop`: the loop itself, ``build_prompt`` and ``resume`` (decode on after a
   prefix of an earlier generation);
 * :mod:`.steering`: spending the budget knowing the distance to a finish;

@@ -24,12 +24,14 @@ from lsp_server.model.errors import Interrupted
 from lsp_server.status import StopReason
 from quotient_parser.quotient import Quotient, QuotientState
 
+from .heuristic import HeuristicFilter
+from .line_mode import own_line
 from .options import DecodeOptions
 from .ranking import Ranker
 from .result import Completion, DecodeTimes
 from .steering import Steering, dead_line_end, witness_ending
-from .stopping import StopCheck, StoppingPoints
-from .text import can_take_non_ascii, heal_split, token_text
+from .stopping import RightEcho, StopCheck, StoppingPoints
+from .text import breaks_only_at_end, can_take_non_ascii, heal_split, token_text
 
 __all__ = ["Choice", "Decoder", "build_prompt", "resume"]
 
@@ -105,13 +107,20 @@ class Decoder:
         times: DecodeTimes,
         *,
         start: QuotientState | None = None,
+        rules: HeuristicFilter | None = None,
     ) -> None:
         self.backend = backend
+        self.rules = rules  # heuristic mode's stops
         self.opts = options
         self.constrained = options.constrained
         connect = options.stop_when_connected
         self.stop_when_connected = (not backend.has_fim) if connect is None else connect
         self.right_starts_line = quotient is not None and not first_line(quotient.right)
+        #: At a line's start before code the middle is lines of their own, each ending
+        #: with its line break: no token may go on past a line break, so that every line
+        #: end is a token boundary where the middle may stop.  Single-line, the middle
+        #: ends with its first line break.
+        self.own_line = quotient is not None and own_line(quotient)
         self.vocab = backend.vocab_bytes
         self.end_ids = np.array(sorted(backend.eog_ids), dtype=np.intp)
         self.ranker = Ranker(options)
@@ -127,8 +136,18 @@ class Decoder:
         self.tokens = 0
         self.parser_us: list[float] = []
         self._parser_ns = 0  # time spent in the quotient during this step
-        self.points = StoppingPoints()
-        self.steering = Steering(self) if self.constrained and options.steer else None
+        self.points = StoppingPoints(likelihood=backend.has_fim)
+        #: where the middle starts writing R's next line again (constrained only)
+        self.echo = RightEcho(quotient.right) if quotient is not None else None
+        self.echo_at: int | None = None  # the offset where it did
+        self.line_ended = False  # single-line: a token ran over the line's end
+        #: single-line: the text that ends the middle's line (see ``dead_line_end``)
+        self._line_end_text = None if not options.single_line else "\n" if self.own_line else ""
+        #: Steering aims at any finish the quotient knows, over lines; a line of its own
+        #: ends only with its line break, which steering cannot write: there it would
+        #: chase blanks.  Such a line that finds no end falls back to several lines.
+        steer = self.constrained and options.steer and not (self.own_line and options.single_line)
+        self.steering = Steering(self) if steer else None
         self.rescued = 0
         #: per step: the token taken, its log-probability, and its lead over the best
         #: other candidate (where an alternative would branch off)
@@ -180,7 +199,7 @@ class Decoder:
                 return self.stop.reason or StopReason.CANCELLED
             # Connected, once the middle has text: a line complete as typed, the healed
             # token written back, is no suggestion.
-            if self.stop_when_connected and self.middle and self._connected():
+            if self.stop_when_connected and self.middle.strip() and self._connected():
                 return StopReason.CONNECTED
             chosen = self._choose(generation.ranking())
             if self.steering is not None and self.steering.gave_up:
@@ -188,6 +207,9 @@ class Decoder:
             if chosen is None:
                 return StopReason.NO_VIABLE_TOKEN
             token, is_end = chosen
+            if is_end and self.line_ended:
+                self.tokens += 1  # the token that ended the line, up to its line break
+                return StopReason.CONNECTED
             if is_end:
                 return StopReason.EOS
             self.tokens += 1
@@ -195,11 +217,27 @@ class Decoder:
                 self.times.first_token = time.perf_counter()
             if self.steering is not None and self.steering.finished:
                 return StopReason.STEERED
+            if self.constrained:
+                if self._echoes(token):
+                    return StopReason.REPEATS_RIGHT
+                if self.points.settled(self.logprob):
+                    return StopReason.LIKELIEST_END
+            if self.rules is not None and (cut := self.rules.cut(self.middle)) is not None:
+                self.middle = self.middle[:cut]
+                return StopReason.HEURISTIC_CUT
             try:
                 generation.advance(token)
             except Interrupted:  # a backend that waits on others was cancelled meanwhile
                 return self.stop.reason or StopReason.DEADLINE
         return StopReason.MAX_TOKENS
+
+    def _echoes(self, token: int) -> bool:
+        """The token just taken ends a line that writes R's next line of code again."""
+        data = self.vocab[token]
+        if self.echo is None or (b"\n" not in data and b"\r" not in data):
+            return False
+        self.echo_at = self.echo.start(self.middle)
+        return self.echo_at is not None
 
     def _outcome(self, stop: StopReason) -> tuple[str, bool | None, int]:
         """The middle to return, whether it is complete (None: not known) and how many
@@ -207,6 +245,13 @@ class Decoder:
         if self.constrained and self.state is not None:
             if stop in (StopReason.EOS, StopReason.CONNECTED, StopReason.STEERED):
                 return self.middle, True, self.tokens
+            if stop == StopReason.LIKELIEST_END and self.points.best is not None:
+                return self.points.best[1], True, self.points.best[2]
+            if stop == StopReason.REPEATS_RIGHT and self.echo_at is not None:
+                point = self.points.best_until(self.points.tokens_before(self.echo_at))
+                if point is None:  # no complete middle before the echo
+                    return "", False, 0
+                return point[1], True, point[2]
             return self.points.fallback(self.middle, self.held, self.state, self.tokens, self.stop)
         if stop == StopReason.EOS and self.held:
             return self.middle + self.held.decode("utf-8", errors="replace"), None, self.tokens
@@ -310,7 +355,9 @@ class Decoder:
         the best point already found, which spares most checks once one exists.
         """
         assert self.state is not None
-        score = (self.logprob + ranking.end_logprob()) / (self.tokens + 1)
+        if not self.middle.strip():
+            return  # blanks alone are no suggestion
+        score = self.points.score(self.logprob, ranking.end_logprob(), self.tokens)
         if self.points.could_improve(score):
             t0 = time.perf_counter_ns()
             done = self.state.lands
@@ -333,9 +380,9 @@ class Decoder:
             if tok in banned:
                 continue
             if self.backend.eog(tok):
-                # A model that never sees the text after the cursor ends where it thinks
-                # the file ends: right after the left context, that is no suggestion.
-                if not self.held and (self.middle or not self.stop_when_connected):
+                # Ending before the middle has text is no suggestion (and a model that
+                # never sees the text after the cursor ends where the file would end).
+                if not self.held and self.middle.strip():
                     t0 = time.perf_counter_ns()
                     done = state.lands
                     self._parser_ns += time.perf_counter_ns() - t0
@@ -344,6 +391,13 @@ class Decoder:
                 continue
             got = self._text_of(tok)
             if got is None:
+                t0 = time.perf_counter_ns()
+                ending = self._line_end(tok, state)
+                self._parser_ns += time.perf_counter_ns() - t0
+                if ending is not None:
+                    self.take(tok, ending[0], b"", "", ending[1], ranking, order)
+                    self.line_ended = True
+                    return tok, True
                 continue
             text, held, owed = got
             if not self.vocab[tok]:
@@ -354,7 +408,7 @@ class Decoder:
             if ok and held and not owed:
                 ok = can_take_non_ascii(new_state)
             if ok and text:
-                ok = not dead_line_end(state, new_state)
+                ok = not dead_line_end(state, new_state, self._line_end_text)
             self._parser_ns += time.perf_counter_ns() - t0
             if ok:
                 self.take(tok, text, held, owed, new_state, ranking, order)
@@ -387,7 +441,32 @@ class Decoder:
 
     def _text_of(self, token: int) -> tuple[str, bytes, str] | None:
         """(middle text, held bytes, owed text) after ``token``, or None."""
-        return token_text(self.vocab[token], self.held, self.owed, self.opts.single_line)
+        single = self.opts.single_line
+        got = token_text(self.vocab[token], self.held, self.owed, single)
+        if got is not None and self.own_line and not single and not breaks_only_at_end(got[0]):
+            return None  # lines of their own: every line end a token boundary
+        return got
+
+    def _line_end(self, token: int, state: QuotientState) -> tuple[str, QuotientState] | None:
+        """Single-line: a token that runs over the end of the line ends the middle there,
+        where it lands ((the text it adds, the state after it), else None).  The text
+        stops before the line break, or after it for a line of its own."""
+        if not self.opts.single_line or self.held or self.owed:
+            return None
+        got = token_text(self.vocab[token], b"", "", False)
+        if got is None or got[1]:
+            return None
+        text = got[0]
+        cut = next((i for i, c in enumerate(text) if c in "\r\n"), None)
+        if cut is None:
+            return None
+        if self.own_line:
+            cut += 2 if text.startswith("\r\n", cut) else 1
+        head = text[:cut]
+        if not (self.middle + head).strip():
+            return None
+        new_state = state.feed(head) if head else state
+        return (head, new_state) if new_state.lands else None
 
     def take(
         self,

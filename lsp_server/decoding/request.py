@@ -19,6 +19,8 @@ from lsp_server.status import StopReason
 from quotient_parser.quotient import Quotient
 
 from .checked import checked_prefix
+from .heuristic import HeuristicFilter
+from .line_mode import own_line
 from .loop import Decoder, build_prompt
 from .options import DecodeOptions
 from .restart import restart
@@ -65,12 +67,13 @@ def generate(
         quotient = Quotient(left, right, target, stay_inside=opts.stay_inside)
         times.quotient_built = time.perf_counter()
     prompt, owed = build_prompt(backend, left, right, opts)
-    result = _decode(backend, prompt, owed, opts, quotient, stop, times)
+    rules = HeuristicFilter(left, right) if opts.mode == "heuristic" else None
+    result = _decode(backend, prompt, owed, opts, quotient, stop, times, rules=rules)
     if quotient is not None and _inside_is_why(result, quotient, stop):
         result = _decode(backend, prompt, owed, opts, quotient, stop, times, free=True)
         result.inside_fallback = True
     result.healed = owed  # before a restart, which replays the middle after it
-    if quotient is not None and _ran_out(result, opts, stop):
+    if quotient is not None and _ran_out(result, opts, stop) and not _own_single(opts, quotient):
         again = restart(backend, quotient, opts, result, stop)
         if again is not None:  # the time and the parser's work of both runs count
             again.parser_us = result.parser_us + again.parser_us
@@ -79,6 +82,8 @@ def generate(
             result = again
     if opts.mode == "checked":
         result = checked_prefix(result, left, right)
+    elif rules is not None:
+        result.middle = rules.tidy(result.middle)
     times.finished = time.perf_counter()
     result.timings = times.timings(len(prompt), result.tokens, result.parser_us)
     return result
@@ -94,9 +99,10 @@ def _decode(
     times: DecodeTimes,
     *,
     free: bool = False,
+    rules: HeuristicFilter | None = None,
 ) -> Completion:
     """One run of the loop from the prompt (``free``: from the quotient's start without
-    the ``stay_inside`` restriction)."""
+    the ``stay_inside`` restriction; ``rules``: heuristic mode's)."""
     start = quotient.free_initial if free and quotient is not None else None
     try:
         generation = backend.start(prompt, stop if stop.bounded else None)
@@ -109,7 +115,8 @@ def _decode(
     if times.prompt_read is None:
         times.prompt_read = time.perf_counter()
     with generation:
-        return Decoder(backend, opts, quotient, owed, stop, times, start=start).run(generation)
+        decoder = Decoder(backend, opts, quotient, owed, stop, times, start=start, rules=rules)
+        return decoder.run(generation)
 
 
 def _inside_is_why(result: Completion, quotient: Quotient, stop: StopCheck) -> bool:
@@ -121,6 +128,12 @@ def _inside_is_why(result: Completion, quotient: Quotient, stop: StopCheck) -> b
     if stop.deadline is not None:
         seconds = min(seconds, (stop.deadline - time.perf_counter()) / 4)
     return seconds > 0.01 and quotient.inside_empty(max_nodes=INSIDE_NODES, max_seconds=seconds)
+
+
+def _own_single(options: DecodeOptions, quotient: Quotient) -> bool:
+    """A single line of its own: generated without steering, so nothing to restart (it
+    falls back to several lines instead)."""
+    return options.single_line and own_line(quotient)
 
 
 def _ran_out(result: Completion, options: DecodeOptions, stop: StopCheck) -> bool:

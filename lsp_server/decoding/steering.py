@@ -426,7 +426,7 @@ class Steering:
             if tok in banned:
                 continue
             if dec.backend.eog(tok):
-                if distance == 0:
+                if distance == 0 and dec.middle.strip():
                     return tok, True
                 continue
             got = dec._text_of(tok)
@@ -465,7 +465,7 @@ class Steering:
         if tok != first_viable:
             self.steered += 1
         self.decoder.take(tok, text, b"", "", new_state, ranking, order)
-        if new_state.lands:
+        if new_state.lands and self.decoder.middle.strip():
             self.finished = True
         return tok, False
 
@@ -490,14 +490,18 @@ def _opens_comment(before: QuotientState, after: QuotientState) -> bool:
     return previous is None or not comment_or_continuation(previous.pending)
 
 
-def dead_line_end(before: QuotientState, after: QuotientState) -> bool:
+def dead_line_end(before: QuotientState, after: QuotientState, line_end: str | None = None) -> bool:
     """Whether the step from ``before`` to ``after`` opened a comment or a backslash
     continuation that nothing can follow: only a line break may come next, and the
     middle cannot take one (``from x #...``), nor does it land there (complete with
     R's first line blank: ``QuotientState.lands``).  The quotient's viability, a
-    left-prefix test, does not see this."""
+    left-prefix test, does not see this.  ``line_end``: a single-line middle must end
+    its line with this text ("" on the cursor's line, the line break for a line of its
+    own), so the comment is dead unless the middle lands with it."""
     if not _opens_comment(before, after):
         return False
+    if line_end is not None:
+        return not (after.feed(line_end) if line_end else after).lands
     return not after.feed("\n").viable and not after.lands
 
 

@@ -2,10 +2,24 @@
 
 Generation stops when the model ends it (where the middle is complete), when it
 connects, at the token or time limit, on a cancel, or when no candidate is viable.
-Unless it ended by itself, the middle returned is the best *stopping point* seen: the
-complete middle with the highest length-normalised log-probability, the probability of
-ending there included.  When no token boundary was complete, the text inside the
-tokens is searched, longest first, within a small budget.
+Unless it ended by itself, the middle returned is the best *stopping point* seen: a
+complete middle with text (blanks alone are no suggestion), scored by the model's
+probability of that middle followed by an end token.
+
+For a FIM model, which sees the code after the cursor and was trained to end the middle
+there, the score is the plain log-probability ``log P(middle) + log P(end | middle)``:
+the likeliest complete middle along the generation.  Every token only lowers
+``log P(middle)``, so once it falls to the best score found no later point can win and
+generation stops (``StoppingPoints.settled``, ``StopReason.LIKELIEST_END``); an Instruct
+model that seldom writes its end token still stops where it would most likely have
+ended.  Without FIM tokens the end token means the end of the file, not of the middle,
+and the score is length-normalised as before.
+
+A model that goes on past the end of the middle often writes the code after the cursor
+again (``RightEcho``): once a whole line of the middle is the next line of code after
+the cursor, the middle ends before it, at the best stopping point there
+(``StopReason.REPEATS_RIGHT``).  When no token boundary was complete, the text inside
+the tokens is searched, longest first, within a small budget.
 """
 
 from __future__ import annotations
@@ -16,7 +30,7 @@ from collections.abc import Callable
 from lsp_server.status import StopReason
 from quotient_parser.quotient import QuotientState
 
-__all__ = ["IN_TOKEN_STOP_CHECKS", "StopCheck", "StoppingPoints"]
+__all__ = ["IN_TOKEN_STOP_CHECKS", "RightEcho", "StopCheck", "StoppingPoints"]
 
 #: Completeness checks spent looking for a stopping point inside tokens.
 IN_TOKEN_STOP_CHECKS = 128
@@ -56,15 +70,26 @@ class StoppingPoints:
     """The best complete stopping point so far, and the token boundaries behind it.
 
     A point is (middle, tokens): the middle there and how many of the generation's
-    tokens it holds, so that its log-probability can be told.
+    tokens it holds, so that its log-probability can be told.  ``likelihood``: score
+    points by their log-probability (a FIM model), else by the length-normalised one.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, likelihood: bool = True) -> None:
+        self.likelihood = likelihood
         self.best: tuple[float, str, int] | None = None  # (score, middle, tokens)
+        #: every point that was the best when found, in order (each beats the one before)
+        self.bests: list[tuple[float, str, int]] = []
         #: (middle before a token, the quotient state after that middle), per token taken
         self.boundaries: list[tuple[str, QuotientState]] = []
         #: tokens taken before the first boundary recorded (a replayed prefix)
         self.offset = 0
+
+    def score(self, logprob: float, end_logprob: float, tokens: int) -> float:
+        """The score of stopping after ``tokens`` tokens of summed ``logprob``, where the
+        model ends with ``end_logprob``."""
+        if self.likelihood:
+            return logprob + end_logprob
+        return (logprob + end_logprob) / (tokens + 1)
 
     def could_improve(self, score: float) -> bool:
         """Whether stopping here with ``score`` would beat the best point: only then is
@@ -73,6 +98,26 @@ class StoppingPoints:
 
     def found(self, score: float, middle: str, tokens: int) -> None:
         self.best = (score, middle, tokens)
+        self.bests.append(self.best)
+
+    def settled(self, logprob: float) -> bool:
+        """No point after a middle of summed ``logprob`` can beat the best one: each
+        token, and the end token, only lower it (likelihood scores only)."""
+        return self.likelihood and self.best is not None and logprob <= self.best[0]
+
+    def best_until(self, tokens: int) -> tuple[float, str, int] | None:
+        """The best point among those of at most ``tokens`` tokens."""
+        return next((point for point in reversed(self.bests) if point[2] <= tokens), None)
+
+    def tokens_before(self, offset: int) -> int:
+        """How many tokens the middle holds when it is ``offset`` characters long or
+        shorter: the last token boundary at or before ``offset``."""
+        count = 0
+        for index, (before, _) in enumerate(self.boundaries):
+            if len(before) > offset:
+                break
+            count = index
+        return self.offset + count
 
     def passed(self, middle: str, state: QuotientState) -> None:
         """A token is taken after ``middle``, whose state is ``state``."""
@@ -85,7 +130,7 @@ class StoppingPoints:
         itself; ``tokens`` are those of ``middle``."""
         if self.best is not None:
             return self.best[1], True, self.best[2]
-        if not held and state.lands:
+        if not held and middle.strip() and state.lands:
             return middle, True, tokens
         # No token boundary was a valid end: look inside the tokens, longest first,
         # each cut once, from the state at the start of the token it falls in.
@@ -99,7 +144,33 @@ class StoppingPoints:
                 if budget < 0 or stop.past_deadline():
                     return middle, False, tokens
                 candidate = middle[:cut]
-                if at.feed(candidate[len(before) :]).lands:
+                if candidate.strip() and at.feed(candidate[len(before) :]).lands:
                     return candidate, True, self.offset + index + (cut > len(before))
             end = min(end, len(before) - 1)
         return middle, False, tokens
+
+
+class RightEcho:
+    """Where a middle begins to write the code after the cursor again.
+
+    The next line of code after the cursor (R's first non-blank line) is the line a
+    model writes when it has gone past the end of the middle: a whole line of the middle
+    equal to it, blanks around both aside, is an echo, and the middle ends before it.
+    """
+
+    def __init__(self, right: str) -> None:
+        self.line = next((line.strip() for line in right.splitlines() if line.strip()), "")
+
+    def start(self, middle: str) -> int | None:
+        """The offset where the middle's first whole line equal to R's next line of code
+        begins (its indentation included), or None."""
+        if not self.line:
+            return None
+        offset = 0
+        for line in middle.splitlines(keepends=True):
+            if not line.endswith(("\n", "\r")):
+                break  # not whole yet
+            if line.strip() == self.line:
+                return offset
+            offset += len(line)
+        return None

@@ -13,7 +13,7 @@ from lexer.text import last_line
 from lsp_server.model.backend import Backend
 from quotient_parser.quotient import QuotientState
 
-__all__ = ["can_take_non_ascii", "heal_split", "split_utf8", "token_text"]
+__all__ = ["breaks_only_at_end", "can_take_non_ascii", "heal_split", "split_utf8", "token_text"]
 
 
 def split_utf8(data: bytes) -> tuple[str, bytes] | None:
@@ -53,6 +53,13 @@ def token_text(
     if single_line and ("\n" in text or "\r" in text):
         return None
     return text, held, owed
+
+
+def breaks_only_at_end(text: str) -> bool:
+    """Whether ``text`` has no line break but, perhaps, one line end as its very last
+    characters: a token that does not go on past the end of a line."""
+    body = text.removesuffix("\n").removesuffix("\r")
+    return "\n" not in body and "\r" not in body
 
 
 def heal_split(model: Backend, left: str) -> tuple[str, str]:

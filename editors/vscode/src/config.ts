@@ -6,7 +6,7 @@
 export const SECTION = 'fimlsp';
 
 /** Values of the `mode` setting. */
-export const MODES = ['constrained', 'unconstrained', 'checked'] as const;
+export const MODES = ['constrained', 'unconstrained', 'checked', 'heuristic'] as const;
 /** Values of the `lineMode` setting. */
 export const LINE_MODES = ['auto', 'single', 'multi'] as const;
 /** Values of the `serverApi` setting. */

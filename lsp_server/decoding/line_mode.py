@@ -1,0 +1,73 @@
+"""Single-line or multi-line: which the cursor asks for, and the fallback between them.
+
+In ``auto`` line mode the middle is a single line unless the grammar says the cursor
+opens a block (:func:`opens_block`); a single line that cannot connect is generated
+again over several lines (:func:`generate_in_line_mode`).  What a single line is
+depends on where the cursor is: after code on its line, the rest of that line (the
+model's line break ends it); at the start of a line that has code after the cursor, a
+line of its own inserted there, which ends with its line break (the decoder's
+``own_line``).  The language server and the usefulness benchmarks both go through
+here, so that what is measured is what is served.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from lexer.text import first_line, indentation, last_line
+from lsp_server.modes import LineMode
+from quotient_parser.quotient import Quotient
+
+from .result import Completion
+
+__all__ = ["generate_in_line_mode", "opens_block", "own_line", "single_line"]
+
+
+def own_line(quotient: Quotient) -> bool:
+    """The cursor is at a line's start (blanks before it) with code after it on the
+    line: the middle is lines of their own inserted there, each ending with its line
+    break (a single line: one such line)."""
+    return not last_line(quotient.left).strip() and bool(first_line(quotient.right).strip())
+
+
+def opens_block(quotient: Quotient) -> bool:
+    """The grammar's view: the cursor ends a block header, so the middle needs lines.
+
+    True when the rest of the cursor's line is blank and the left context can go
+    on with a new, more deeply indented line but not with one at the line's own
+    indentation (``if x:``, ``def f(a):``, ``class C:``, ``else:`` and so on).
+    """
+    if first_line(quotient.right).strip():
+        return False
+    line = last_line(quotient.left)
+    if not line.strip():
+        return False
+    indent = indentation(line)
+    state = quotient.initial
+    deeper = state.feed(f"\n{indent}    pass").viable
+    same = state.feed(f"\n{indent}pass").viable
+    return deeper and not same
+
+
+def single_line(line_mode: LineMode, quotient: Quotient) -> bool:
+    """Whether to generate a single line (``auto``: unless the cursor opens a block)."""
+    if line_mode != "auto":
+        return line_mode == "single"
+    return not opens_block(quotient)
+
+
+def generate_in_line_mode(
+    quotient: Quotient,
+    line_mode: LineMode,
+    attempt: Callable[[bool], Completion],
+    may_retry: Callable[[], bool] = lambda: True,
+) -> tuple[Completion, bool, bool]:
+    """A middle in ``line_mode``: (the completion, whether it is single-line, whether it
+    fell back to several lines).  ``attempt(single)`` generates one (the language
+    server's carries what is left of the deadline); ``may_retry`` says whether there is
+    still time for the fallback."""
+    single = single_line(line_mode, quotient)
+    result = attempt(single)
+    if single and line_mode == "auto" and not result.complete and may_retry():
+        return attempt(False), False, True
+    return result, single, False
