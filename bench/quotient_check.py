@@ -288,7 +288,18 @@ def make_cuts(corpus: Corpus, kind: str, n: int, seed: int) -> list[Cut]:
     are unusable, or offer no cut, are passed over)."""
     if kind not in CUT_KINDS:
         raise ValueError(f"unknown cut kind {kind!r}")
-    rng = random.Random(f"{seed}:{kind}")
+    cut = boundary_cut if kind == "boundary" else randspan_cut
+    return draw_cuts(corpus, n, random.Random(f"{seed}:{kind}"), cut)
+
+
+def draw_cuts(
+    corpus: Corpus,
+    n: int,
+    rng: random.Random,
+    cut: Callable[[Source, random.Random], Cut | None],
+) -> list[Cut]:
+    """``n`` cuts made by ``cut``, each in a file picked uniformly with ``rng`` (a file
+    that is unusable or offers no cut is passed over, within a bound on the tries)."""
     cuts: list[Cut] = []
     tries = 0
     while len(cuts) < n and tries < 50 * n + 100 and len(corpus):
@@ -296,9 +307,9 @@ def make_cuts(corpus: Corpus, kind: str, n: int, seed: int) -> list[Cut]:
         source = corpus.load(rng.randrange(len(corpus)))
         if source is None:
             continue
-        cut = boundary_cut(source, rng) if kind == "boundary" else randspan_cut(source, rng)
-        if cut is not None:
-            cuts.append(cut)
+        made = cut(source, rng)
+        if made is not None:
+            cuts.append(made)
     return cuts
 
 
