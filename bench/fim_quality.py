@@ -307,6 +307,8 @@ class Report:
         exact = sum(x.middle == r.cut.middle for x, r in zip(runs, self.done))
         return {
             "success": sum(x.success for x in runs),
+            # an empty middle that parses is no answer a user sees
+            "success_non_empty": sum(x.success and bool(x.middle.strip()) for x in runs),
             "failure": sum(not x.success for x in runs),
             "claimed_success": sum(x.complete is True for x in runs),
             "claimed_success_but_invalid": sum(x.claimed_but_invalid for x in runs),
@@ -552,7 +554,8 @@ class Report:
             m = d[mode]
             assert isinstance(m, dict)
             lines.append(
-                f"  {mode:<14}{m['success']:>4}/{d['cases']} parse, {m['exact_match']} exact, "
+                f"  {mode:<14}{m['success']:>4}/{d['cases']} parse ({m['success_non_empty']} "
+                f"non-empty), {m['exact_match']} exact, "
                 f"{m['claimed_success_but_invalid']} claimed but invalid, "
                 f"{m['success_commenting_out_right']} commenting out R; "
                 f"{m['tokens']} tokens at {m['tokens_per_s']} tok/s; stops {m['stop_reasons']}"

@@ -17,14 +17,18 @@ the local standard library or PATHS, the model the configured one):
 5. ``bench.lsp_latency``: typing sessions replayed through the real language
    server (latency, cancellations, memory);
 6. ``bench.fim_quality --budgets 8 16 32 64``: success against the token budget for
-   the three modes and for constrained decoding with steering on and off.
+   the modes and for constrained decoding with steering on and off;
+7. ``bench.usefulness`` on each of its suites (HumanEval single-line, multi-line and
+   random-span infilling; the rest of a line and block bodies of real code): pass@1,
+   exact match, edit similarity, repetition of R and empty answers per mode.
 
 Everything goes to ``bench/results/<date>-<machine>/``: one JSON file per
 benchmark, ``config.json`` (arguments, machine, versions), ``report.md`` with the
 tables, and PNG plots: ``overhead.png`` (per-token overhead against file size),
 ``construction.png`` (quotient construction time against file size),
-``success.png`` (success rates by mode and cut kind) and ``budget.png`` (success
-against the token budget).  With ``--only``, the other
+``success.png`` (success rates by mode and cut kind), ``budget.png`` (success
+against the token budget) and ``usefulness.png`` (pass@1 or exact match, and edit
+similarity, per suite and mode).  With ``--only``, the other
 benchmarks' JSON files already in the folder are kept and appear in the report, so a
 long run can be taken in parts.
 
@@ -64,6 +68,14 @@ SIZES = {
 }
 #: The token budgets of the sweep (issue 17).
 BUDGETS = (8, 16, 32, 64)
+#: (quick, full) tasks of each ``bench.usefulness`` suite (0: all).
+USEFULNESS = {
+    "humaneval-single-line": (20, 0),
+    "humaneval-multi-line": (10, 200),
+    "humaneval-random-span": (10, 200),
+    "lines": (10, 100),
+    "blocks": (10, 100),
+}
 
 
 def _capture(main: Callable[..., int], argv: list[str]) -> tuple[int, dict[str, Any]]:
@@ -190,17 +202,46 @@ def plot_success(quality: dict[str, Any], path: Path) -> None:
     plt = _pyplot()
     rates = success_by_kind(quality)
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    width = 0.25
     kinds = list(rates)
+    width = 0.8 / len(MODES)
     for i, mode in enumerate(MODES):
-        xs = [k + (i - 1) * width for k in range(len(kinds))]
-        bars = ax.bar(xs, [rates[kind][mode] for kind in kinds], width, label=mode)
+        xs = [k + (i - (len(MODES) - 1) / 2) * width for k in range(len(kinds))]
+        bars = ax.bar(xs, [rates[kind].get(mode, 0.0) for kind in kinds], width, label=mode)
         ax.bar_label(bars, fmt="%.1f", fontsize=8)
     ax.set_xticks(range(len(kinds)), [f"{k} cuts" for k in kinds])
     ax.set_ylabel("file parses after the completion (%)")
     ax.set_ylim(0, 105)
     ax.set_title(f"Success by decoding mode ({quality.get('model_file') or quality.get('model')})")
     ax.legend()
+    _save(fig, path)
+
+
+def plot_usefulness(results: dict[str, Any], path: Path) -> None:
+    """Per suite and mode: pass@1 (HumanEval) or exact match, and edit similarity."""
+    plt = _pyplot()
+    suites = [name for name in USEFULNESS if results.get(name)]
+    modes = [m for m in MODES if any(m in results[s]["modes"] for s in suites)]
+    fig, axes = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+    width = 0.8 / max(1, len(modes))
+    for row, (ax, label) in enumerate(
+        zip(axes, ("pass@1 (HumanEval) or exact match", "edit similarity"))
+    ):
+        for i, mode in enumerate(modes):
+            xs = [k + (i - (len(modes) - 1) / 2) * width for k in range(len(suites))]
+            values = []
+            for suite in suites:
+                figures = results[suite]["modes"].get(mode, {})
+                key = "edit_similarity" if row else ("pass_at_1" if "pass_at_1" in figures
+                                                      else "exact_match")  # fmt: skip
+                values.append(100 * (figures.get(key) or 0.0))
+            bars = ax.bar(xs, values, width, label=mode)
+            ax.bar_label(bars, fmt="%.0f", fontsize=7)
+        ax.set_ylabel(f"{label} (%)")
+        ax.set_ylim(0, 105)
+    axes[1].set_xticks(range(len(suites)), suites, fontsize=8)
+    first = results[suites[0]]
+    axes[0].set_title(f"Would a user accept the middle? ({first.get('model')})")
+    axes[0].legend(fontsize=8)
     _save(fig, path)
 
 
@@ -250,7 +291,46 @@ def markdown(results: dict[str, Any], config: dict[str, Any]) -> str:
     for name, section in sections.items():
         if results.get(name):
             lines += section(results[name])
+    for suite in USEFULNESS:
+        if results.get(suite):
+            lines += _usefulness_section(suite, results[suite])
     return "\n".join(lines)
+
+
+_USEFULNESS_COLUMNS = (
+    ("pass@1", "pass_at_1"),
+    ("valid, non-empty", "valid_non_empty"),
+    ("exact", "exact_match"),
+    ("first line exact", "first_line_exact"),
+    ("edit similarity", "edit_similarity"),
+    ("repeats R", "repeats_right"),
+    ("empty", "empty"),
+    ("tokens / task", "tokens_mean"),
+    ("ms p50", "ms_median"),
+    ("ms p90", "ms_p90"),
+)
+
+
+def _usefulness_section(suite: str, d: dict[str, Any]) -> list[str]:
+    """One suite of ``bench.usefulness``: a row per mode."""
+    lines = [
+        f"## Usefulness: {suite}",
+        "",
+        f"{d['tasks']} tasks, model {d['model']}, {d['max_tokens']} tokens, greedy "
+        f"({d['elapsed_s']} s).",
+        "",
+        "| mode | " + " | ".join(name for name, _ in _USEFULNESS_COLUMNS) + " |",
+        "| --- |" + " --- |" * len(_USEFULNESS_COLUMNS),
+    ]
+    for mode, figures in d["modes"].items():
+        cells = []
+        for _, key in _USEFULNESS_COLUMNS:
+            value = figures.get(key)
+            if key == "valid_non_empty" and figures["tasks"]:
+                value = round(value / figures["tasks"], 4)
+            cells.append("—" if value is None else str(value))
+        lines.append(f"| {mode} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
 
 
 def _header(config: dict[str, Any]) -> list[str]:
@@ -451,7 +531,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--only",
         nargs="+",
-        choices=["quality", "coverage", "quotient", "overhead", "lsp", "budget"],
+        choices=["quality", "coverage", "quotient", "overhead", "lsp", "budget", *USEFULNESS],
         default=None,
         help="run only these benchmarks",
     )
@@ -464,11 +544,29 @@ Run = tuple[Callable[..., int], list[str]]
 
 def benchmarks(args: argparse.Namespace) -> dict[str, Run]:
     """Every benchmark, in order, with the arguments this report runs it with."""
-    from bench import fim_quality, grammar_coverage, lsp_latency, overhead, quotient_check
+    from bench import (
+        fim_quality,
+        grammar_coverage,
+        lsp_latency,
+        overhead,
+        quotient_check,
+        usefulness,
+    )
 
     pick = 0 if args.quick else 1
     paths = list(args.paths)
     seed = ["--seed", str(args.seed)]
+    useful: dict[str, Run] = {
+        suite: (
+            usefulness.main,
+            [
+                suite,
+                *("--model", args.model, "--n", str(sizes[pick]), "--json", *seed),
+                *("--jobs", str(args.jobs), "--no-progress"),
+            ],
+        )
+        for suite, sizes in USEFULNESS.items()
+    }
     return {
         "quality": (
             fim_quality.main,
@@ -511,6 +609,7 @@ def benchmarks(args: argparse.Namespace) -> dict[str, Run]:
                 *("--jobs", str(args.jobs), "--no-progress"),
             ],
         ),
+        **useful,
     }
 
 
@@ -547,6 +646,8 @@ def draw(results: dict[str, Any], config: dict[str, Any], folder: Path) -> Path:
         plot_success(results["quality"], folder / "success.png")
     if results.get("budget", {}).get("budget_sweep"):
         plot_budget(results["budget"], folder / "budget.png")
+    if any(results.get(suite) for suite in USEFULNESS):
+        plot_usefulness(results, folder / "usefulness.png")
     report = folder / "report.md"
     report.write_text(markdown(results, config))
     return report
@@ -581,7 +682,7 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         "quick": args.quick,
         "seed": args.seed,
         "model": args.model,
-        "sizes": {k: v[pick] for k, v in SIZES.items()},
+        "sizes": {k: v[pick] for k, v in (SIZES | USEFULNESS).items()},
         # Rendering runs nothing: the machine is the one the figures were taken on.
         "machine": earlier.get("machine") if args.render and earlier else machine_info(),
         "exit_statuses": statuses,
