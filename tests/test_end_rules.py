@@ -134,6 +134,9 @@ def test_heuristic_indentation_stop() -> None:
     # inside the indentation, the indentation to the cursor's left counts
     rules = HeuristicFilter("def f(x):\n    ", "\n")
     assert rules.cut("return x\nprint(1)\n") == len("return x\n")
+    # at a line's start, the indentation of the code after the cursor on its line
+    rules = HeuristicFilter("def f(x):\n", "        y = 1\n")
+    assert rules.cut("    if x:\n        z = 2\n    w = 3\n") == len("    if x:\n        z = 2\n")
 
 
 def test_heuristic_stops_before_the_next_line_of_code() -> None:

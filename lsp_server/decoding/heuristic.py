@@ -10,8 +10,8 @@ rules, each as those tools describe or implement it (the idea, in our words and 
    releases stop at ``"\\n"``).
 2. **Indentation stop.**  A new line indented less than the cursor's line ends the
    completion before it (llama.vim and llama.vscode send the cursor line's indentation
-   as llama-server's ``n_indent``, which stops there).  At a cursor inside the
-   indentation, the indentation to its left counts.
+   as llama-server's ``n_indent``, which stops there).  The cursor's line is the whole
+   line it stands on: at its start, the indentation of the code after it.
 3. **Repeating the code after the cursor.**  A generated line equal to the next non-blank
    line after the cursor, blanks aside or within a tenth of its length in edits, ends
    the completion before it (Continue's similar-line stop, Copilot's snipping of a
@@ -54,7 +54,7 @@ class HeuristicFilter:
         self.mid_line = bool(before.strip()) and bool(after.strip())
         self.own_line = not before.strip() and bool(after.strip())
         self.at_line_start = not before.strip()
-        self.indent = len(before) if not before.strip() else len(indentation(before))
+        self.indent = len(indentation(before + after))
         self.next_code = next((line.strip() for line in _lines(right) if line.strip()), "")
         self.closers = after.lstrip(" \t")
 
