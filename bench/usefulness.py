@@ -168,6 +168,7 @@ class ModeRun:
     tokens: int
     ms: float  # the mode's own wall time (the shared prompt reading aside)
     single_line: bool | None = None  # constrained: the line mode it ended in
+    complete: bool | None = None  # what the mode claims (None: a mode that does not check)
     valid: bool = False
     passed: bool | None = None  # None: the task has no tests
 
@@ -183,6 +184,7 @@ class ModeRun:
             "first_line_exact": not empty and _first_code_line(middle) == _first_code_line(truth),
             "edit_similarity": edit_similarity(middle, truth),
             "repeats_right": repeats_right(self.middle, task.right, task.truth),
+            "claimed_but_invalid": self.complete is True and not self.valid,
         }
 
 
@@ -247,7 +249,8 @@ class Runner:
             single, tokens = None, completion.tokens
         ms = (time.perf_counter() - t0) * 1e3
         stop = str(completion.stop_reason)
-        return ModeRun(completion.middle, stop, tokens, ms, single), completion
+        run = ModeRun(completion.middle, stop, tokens, ms, single, completion.complete)
+        return run, completion
 
     def _constrained(self, task: Task) -> tuple[Completion, bool, int]:
         """The server's answer: the line mode's decision and its fallback, over one
@@ -277,7 +280,8 @@ class Runner:
         copy = replace(free)
         cut = checked_prefix(copy, task.left, task.right)
         ms = unconstrained.ms + (time.perf_counter() - t0) * 1e3
-        return ModeRun(cut.middle, str(cut.stop_reason), unconstrained.tokens, ms)
+        return ModeRun(cut.middle, str(cut.stop_reason), unconstrained.tokens, ms,
+                       complete=cut.complete)  # fmt: skip
 
     def _judge(self, result: TaskResult) -> None:
         task = result.task
@@ -317,6 +321,7 @@ def mode_figures(results: Sequence[TaskResult], mode: str) -> dict[str, Any]:
     figures.update(
         valid=count("valid"),
         valid_non_empty=count("valid_non_empty"),
+        claimed_but_invalid=count("claimed_but_invalid"),
         exact_match=share(count("exact")),
         first_line_exact=share(count("first_line_exact")),
         edit_similarity=share(sum(row["edit_similarity"] for row in rows)),
