@@ -299,18 +299,25 @@ def test_every_end_token_ends_the_middle(
     family_model: Get, name: str, target: tuple[int, int]
 ) -> None:
     fam = family_model(name)
-    left, right = "x = 1\n", "y = 2\n"  # complete with nothing in between
+    left, right = "x = 1\n", "y = 2\n"  # complete with or without a line between
+    # One token per character: every vocabulary has them, whatever its word pieces.
+    line = [fam.model.vocab_bytes.index(c.encode()) for c in "z = 3\n"]
     for token in sorted(fam.model.eog_ids):
         for mode in ("constrained", "unconstrained"):
-            steered = Steered(fam.model, [token])
-            options = DecodeOptions(mode=mode, max_tokens=4)
-            r = generate(steered, left, right, options, target=target)
-            if mode == "constrained" and not fam.model.has_fim:
-                # A model that never sees the code after the cursor ends where it thinks
-                # the file ends: right after the left context, that is no suggestion.
-                assert r.middle or r.stop_reason != "eos", (token, mode)
-                continue
-            assert (r.middle, r.stop_reason, r.tokens) == ("", "eos", 0), (token, mode)
+            options = DecodeOptions(mode=mode, max_tokens=len(line) + 2)
+            r = generate(Steered(fam.model, [*line, token]), left, right, options, target=target)
+            # A model that never sees the code after the cursor stops where the middle
+            # connects to it, before its end token.
+            ends = ("eos",) if fam.model.has_fim or mode == "unconstrained" else ("connected",)
+            assert (r.middle, r.tokens) == ("z = 3\n", len(line)), (token, mode)
+            assert r.stop_reason in ends, (token, mode)
+            # An end before any text: the raw model's answer is empty; constrained
+            # decoding never ends on blanks alone, which are no suggestion.
+            r = generate(Steered(fam.model, [token]), left, right, options, target=target)
+            if mode == "constrained":
+                assert r.middle.strip() or r.stop_reason != "eos", (token, mode)
+            else:
+                assert (r.middle, r.stop_reason, r.tokens) == ("", "eos", 0), (token, mode)
 
 
 @pytest.mark.parametrize("name", FAMILY_NAMES)

@@ -178,8 +178,8 @@ def test_greedy_middles_are_the_in_process_ones(
     target: tuple[int, int],
     mode: Mode,
 ) -> None:
-    """A model that ends its middles: every middle, stop reason and token count is the
-    in-process one (the end tokens are among the alternatives the server sends)."""
+    """A model that ends its middles: every stop reason and token count is the
+    in-process one, and every middle that ended by itself."""
     # without looking further down the top k: beyond the server's top n that costs a
     # request of its own, which the stream count below does not hold; and one generation
     # per cut (a restart would start another), which the stream arithmetic assumes
@@ -191,7 +191,7 @@ def test_greedy_middles_are_the_in_process_ones(
     for left, right in cuts:
         expected = generate(local_stopping, left, right, options, target=target)
         got = generate(remote_stopping, left, right, options, target=target)
-        assert _outcome(got) == _outcome(expected), (left[-30:], right[:30])
+        assert_same_generation(got, expected)
         at_limit += got.stop_reason == "max_tokens"
     spent = {k: v - before[k] for k, v in remote_stopping.counters.snapshot().items()}
     assert spent["generations"] == len(cuts)
@@ -399,3 +399,24 @@ def test_rankings_are_what_the_server_sent(remote: RemoteBackend, local: FimMode
         # The end tokens it did not send are estimated from the mass left over: not below
         # the truth here, where the end tokens are among the likelier unsent tokens.
         assert ranking.end_logprob() >= expected.ranking().end_logprob() - 1e-3
+
+
+# ---------------------------------------------------------------- bench.remote's report
+
+
+def test_the_benchmark_says_where_two_middles_part() -> None:
+    """``bench.remote`` shows, for middles that differ, the first step whose tokens differ
+    with each side's lead over its runner-up, or that one side stopped there."""
+    from bench.remote import Trail, divergence
+
+    vocab = [b"a", b"b", b"c", b"\xe2"]
+    local = Trail((0, 1, 2), (-0.5, -1.0, -0.7), (2.0, 0.01, 1.5))
+    remote = Trail((0, 1, 3), (-0.52, -1.01, -0.71), (1.9, 0.02, float("inf")))
+    got = divergence(local, remote, vocab)
+    assert got["step"] == 2 and got["common_tokens"] == 2
+    assert got["max_logprob_delta_before"] == pytest.approx(0.02)
+    assert got["local"] == {"token": 2, "text": "c", "logprob": -0.7, "lead": 1.5}
+    assert got["remote"] == {"token": 3, "text": "\ufffd", "logprob": -0.71, "lead": None}
+    stopped = divergence(local, Trail((0, 1), (-0.5, -1.0), (2.0, 0.01)), vocab)
+    assert stopped["step"] == 2 and stopped["remote"] is None
+    assert stopped["tokens"] == {"local": 3, "remote": 2}

@@ -220,7 +220,8 @@ class Decoder:
             if self.constrained:
                 if self._echoes(token):
                     return StopReason.REPEATS_RIGHT
-                if self.points.settled(self.logprob):
+                # (at the token limit the limit is the reason, whatever the bound says)
+                if self.tokens < self.opts.max_tokens and self.points.settled(self.logprob):
                     return StopReason.LIKELIEST_END
             if self.rules is not None and (cut := self.rules.cut(self.middle)) is not None:
                 self.middle = self.middle[:cut]
