@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing
 import os
 import shutil
@@ -68,7 +69,7 @@ from bench.llama_server import (
 from bench.quotient_check import CUT_KINDS, Corpus, Cut, make_cuts
 from lexer.version import TargetVersion
 from lsp_server.decoding import DecodeOptions, generate
-from lsp_server.model import FimModel, ModelError, resolve_model
+from lsp_server.model import Backend, FimModel, ModelError, resolve_model
 from lsp_server.model.remote import DEFAULT_WIDE_PROBS, RemoteBackend, open_remote
 from lsp_server.modes import MODES
 from quotient_parser.quotient import QuotientBuilder
@@ -82,15 +83,23 @@ LAN_RTT_MS = (1.0, 5.0)
 # --------------------------------------------------------------------------- remote runs
 
 
-class RemoteCaseRunner(CaseRunner):
-    """``CaseRunner`` against a :class:`RemoteBackend`, noting each completion's requests."""
+@dataclass(frozen=True)
+class Trail:
+    """The tokens one completion took: ids, log-probabilities, and each one's lead over the
+    best other candidate (``inf`` where none was weighed: a restart's replayed tokens)."""
 
-    model: RemoteBackend
+    ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    gaps: tuple[float, ...]
 
-    def __init__(self, model: RemoteBackend, oracle: Oracle, cfg: Config) -> None:
+
+class TrailRunner(CaseRunner):
+    """``CaseRunner`` that keeps each cut's completions' tokens, per mode (``trails``)."""
+
+    def __init__(self, model: Backend, oracle: Oracle, cfg: Config) -> None:
         super().__init__(model, oracle, cfg)
-        #: (cut, mode) -> the backend's counters spent on that completion
-        self.traffic: dict[tuple[Cut, str], dict[str, int]] = {}
+        #: (cut, mode) -> the tokens of that completion
+        self.trails: dict[tuple[Cut, str], Trail] = {}
         self._cut: Cut | None = None
 
     def run(self, cut: Cut, text: str) -> CaseResult:
@@ -98,11 +107,31 @@ class RemoteCaseRunner(CaseRunner):
         return super().run(cut, text)
 
     def _complete(self, left: str, right: str, options: DecodeOptions) -> Run:
+        completion = generate(self.model, left, right, options, target=self.cfg.target)
+        assert self._cut is not None
+        trail = Trail(
+            tuple(completion.token_ids), tuple(completion.token_logprobs), tuple(completion.gaps)
+        )
+        self.trails.setdefault((self._cut, options.mode), trail)
+        return Run.of(completion)
+
+
+class RemoteCaseRunner(TrailRunner):
+    """``TrailRunner`` against a :class:`RemoteBackend`, noting each completion's requests."""
+
+    model: RemoteBackend
+
+    def __init__(self, model: RemoteBackend, oracle: Oracle, cfg: Config) -> None:
+        super().__init__(model, oracle, cfg)
+        #: (cut, mode) -> the backend's counters spent on that completion
+        self.traffic: dict[tuple[Cut, str], dict[str, int]] = {}
+
+    def _complete(self, left: str, right: str, options: DecodeOptions) -> Run:
         before = self.model.counters.snapshot()
         run = super()._complete(left, right, options)
         after = self.model.counters.snapshot()
         assert self._cut is not None
-        self.traffic[(self._cut, options.mode)] = {k: after[k] - before[k] for k in after}
+        self.traffic.setdefault((self._cut, options.mode), {k: after[k] - before[k] for k in after})
         return run
 
 
@@ -138,6 +167,77 @@ def remote_figures(
             "local_latency_ms_p95": rounded_percentile([x.total_ms for x, _, _ in runs], 95),
             "wall_ratio_remote_over_local": round(remote_ms / local_ms, 3) if local_ms else None,
         }
+    return out
+
+
+def _finite(value: float) -> float | None:
+    return round(value, 4) if math.isfinite(value) else None
+
+
+def divergence(local: Trail, remote: Trail, vocab: Sequence[bytes]) -> dict[str, Any]:
+    """Where two completions' tokens part: the tokens in common, the largest difference of
+    their log-probabilities there (the two engines' numerical noise), and the first step
+    that differs with each side's token, log-probability and lead over its runner-up (a
+    lead near 0 is a near tie that noise can flip)."""
+    common = 0
+    for a, b in zip(local.ids, remote.ids):
+        if a != b:
+            break
+        common += 1
+    deltas = [abs(a - b) for a, b in zip(local.logprobs[:common], remote.logprobs[:common])]
+    finite = [d for d in deltas if math.isfinite(d)]
+    out: dict[str, Any] = {
+        "common_tokens": common,
+        "tokens": {"local": len(local.ids), "remote": len(remote.ids)},
+        "max_logprob_delta_before": round(max(finite, default=0.0), 4),
+    }
+
+    def side(trail: Trail) -> dict[str, Any] | None:
+        if common >= len(trail.ids):
+            return None
+        token = trail.ids[common]
+        return {
+            "token": token,
+            "text": vocab[token].decode("utf-8", "replace") if 0 <= token < len(vocab) else "",
+            "logprob": _finite(trail.logprobs[common]),
+            "lead": _finite(trail.gaps[common]) if common < len(trail.gaps) else None,
+        }
+
+    out["step"] = common
+    out["local"], out["remote"] = side(local), side(remote)
+    return out
+
+
+#: What a difference shows of each side's completion.
+_OUTCOME = ("middle", "stop_reason", "tokens", "success")
+
+
+def differences(
+    local: list[CaseResult],
+    remote: list[CaseResult],
+    trails: tuple[dict[tuple[Cut, str], Trail], dict[tuple[Cut, str], Trail]],
+    vocab: Sequence[bytes],
+) -> dict[str, list[dict[str, Any]]]:
+    """Per mode, every cut whose middles differ: both outcomes and where the tokens part."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    pairs = [(a, b) for a, b in zip(local, remote) if a.error is None and b.error is None]
+    for mode in MODES:
+        rows = []
+        for a, b in pairs:
+            x, y = a.runs[mode], b.runs[mode]
+            if x.middle == y.middle:
+                continue
+            row: dict[str, Any] = {
+                "cut": f"{a.cut.file}:{a.where}",
+                "kind": a.cut.kind,
+                "local": {k: getattr(x, k) for k in _OUTCOME},
+                "remote": {k: getattr(y, k) for k in _OUTCOME},
+            }
+            t_local, t_remote = trails[0].get((a.cut, mode)), trails[1].get((b.cut, mode))
+            if t_local is not None and t_remote is not None:
+                row["divergence"] = divergence(t_local, t_remote, vocab)
+            rows.append(row)
+        out[mode] = rows
     return out
 
 
@@ -269,6 +369,24 @@ def _percent(part: int, whole: int) -> str:
     return f"{100 * part / whole:.0f} %" if whole else "n/a"
 
 
+def _parting(row: dict[str, Any]) -> str:
+    """Where a differing pair of middles parts, in words."""
+    div = row.get("divergence")
+    if div is None:
+        return "(no tokens recorded)"
+
+    def side(name: str) -> str:
+        s = div[name]
+        if s is None:
+            return f"{name} stops ({row[name]['stop_reason']})"
+        return f"{name} {s['text']!r} {s['logprob']} (lead {s['lead']})"
+
+    return (
+        f"step {div['step']}: {side('local')}, {side('remote')}; log-probabilities before "
+        f"differ by at most {div['max_logprob_delta_before']}"
+    )
+
+
 def summary(d: dict[str, Any]) -> str:
     s = d["setup"]
     lines = [
@@ -296,6 +414,9 @@ def summary(d: dict[str, Any]) -> str:
                 f"    claimed but invalid: local {loc['claimed_success_but_invalid']}, remote "
                 f"{rem['claimed_success_but_invalid']}"
             )
+    for mode, rows in d["differences"].items():
+        for row in rows:
+            lines.append(f"  {mode} differs at {row['cut']}: {_parting(row)}")
     if d["editors"]:
         lines += ["", "  editors against one server (constrained):"]
         for row in d["editors"]:
@@ -341,8 +462,10 @@ def run(args: argparse.Namespace, out: IO[str]) -> int:
             raise SetupError(str(exc)) from exc
         progress = not args.no_progress and sys.stderr.isatty()
         with FimModel(path, n_ctx=args.ctx_size, n_threads=1, n_gpu_layers=0) as local_model:
-            local = run_cuts(cuts, corpus, CaseRunner(local_model, oracle, cfg), progress=progress)
+            local_runner = TrailRunner(local_model, oracle, cfg)
+            local = run_cuts(cuts, corpus, local_runner, progress=progress)
             family, has_fim = local_model.layout.family, local_model.has_fim
+            vocab = list(local_model.vocab_bytes)
         with running_llama_server(
             binary, path, parallel=SLOTS, ctx_size=args.ctx_size * SLOTS, threads=1
         ) as server:
@@ -390,6 +513,7 @@ def run(args: argparse.Namespace, out: IO[str]) -> int:
 
     local_d, remote_d = report(local), report(remote)
     cost = remote_figures(local, remote, runner.traffic)
+    differing = differences(local, remote, (local_runner.trails, runner.trails), vocab)
     requests = cost["constrained"]["requests_per_completion"] or 0.0
     d: dict[str, Any] = {
         "setup": {
@@ -412,6 +536,7 @@ def run(args: argparse.Namespace, out: IO[str]) -> int:
         "local": {mode: local_d[mode] for mode in MODES},
         "remote": {mode: remote_d[mode] for mode in MODES},
         "remote_cost": cost,
+        "differences": differing,
         "editors": editors,
         "lan_estimate": {
             "requests_per_completion": requests,
