@@ -802,15 +802,36 @@ class Fuzzer:
         check = (kind, doc.text, (line, character)) if doc.in_sync else None
         return await self.request(method, params, check=check, expect=expect)
 
-    async def sync_check(self, doc: Doc) -> None:
+    async def sync_check(self, doc: Doc, expect_held: bool = False) -> None:
         """Ask for the server's copy; a different text while the client believes they
-        agree is a desync (no document at all is not: the server answers for nothing)."""
+        agree is a desync (no document at all is not, unless ``expect_held``: a server
+        may refuse a document it cannot hold, but never drop one over a bad change)."""
         record = await self.request("fimlsp/serverStatus", {"uri": doc.uri})
         if not await self.wait_for([record], CASE_TIMEOUT_S):
             return
-        if not doc.in_sync or not isinstance(record.result, dict):
+        if not isinstance(record.result, dict):
             return
         held = record.result.get("document")
+        if expect_held and held is None:
+            self.tally.desyncs.append(
+                {"class": self.cls, "case": self.case, "uri": doc.uri, "lost": True}
+            )
+            self.log(f"DESYNC in {self.case}: the document was dropped")
+            doc.version, doc.in_sync = 1, True  # open it again, to go on
+            await self.notify(
+                "textDocument/didOpen",
+                {
+                    "textDocument": {
+                        "uri": doc.uri,
+                        "languageId": "python",
+                        "version": 1,
+                        "text": doc.text,
+                    }
+                },
+            )
+            return
+        if not doc.in_sync:
+            return
         if isinstance(held, dict) and held.get("sha256") != text_sha256(doc.text):
             self.tally.desyncs.append(
                 {
@@ -1802,7 +1823,7 @@ async def _odd_versions(fz: Fuzzer, rng: random.Random) -> None:
         await fz.change(
             doc, [(len(doc.text), len(doc.text), rng.choice(["x", "\n", " "]))], version=version
         )
-        await fz.sync_check(doc)
+        await fz.sync_check(doc, expect_held=True)
     record = await fz.complete(doc, len(doc.text))
     await fz.wait_for([record])
     await fz.close_doc(doc)
@@ -1837,6 +1858,7 @@ async def _out_of_range_changes(fz: Fuzzer, rng: random.Random) -> None:
         )
         record = await fz.complete(doc, 0)
         await fz.wait_for([record])
+        await fz.sync_check(doc, expect_held=True)
         await fz.replace_all(doc)
         await fz.sync_check(doc)
     await fz.close_doc(doc)

@@ -442,13 +442,34 @@ class Document:
         end: tuple[int, int],
         new_text: str,
         encoding: PositionEncoding = "utf-16",
-    ) -> None:
-        """Replace the text between two positions (an incremental change)."""
-        begin = self.offset_at(*start, encoding)
-        finish = self.offset_at(*end, encoding)
+    ) -> str | None:
+        """Replace the text between two positions (an incremental change).
+
+        A range the text does not have is applied as VS Code's own text model applies
+        it: each position clamped into the text (a line before the first is its start, a
+        line past the last is the end, a character past its line is the line's end) and
+        an end before its start swapped with it.  Returns what was clamped, to report;
+        None when the range fit.
+        """
+        begin, begin_fits = self._clamped_offset(*start, encoding)
+        finish, finish_fits = self._clamped_offset(*end, encoding)
+        problems = [] if begin_fits and finish_fits else [f"range {start}-{end} clamped"]
         if finish < begin:
-            raise PositionError(f"range end {end} is before its start {start}")
+            begin, finish = finish, begin
+            problems.append(f"range end {end} is before its start {start}: swapped")
         self._splice(begin, finish, new_text)
+        return "; ".join(problems) or None
+
+    def _clamped_offset(
+        self, line: int, character: int, encoding: PositionEncoding
+    ) -> tuple[int, bool]:
+        """The offset of a position clamped into the text, and whether its line was in
+        the text (a character past its line's end is the line's end, as LSP says)."""
+        if line < 0:
+            return 0, False
+        if line >= self.line_count:
+            return self.length, False
+        return self.offset_at(line, max(character, 0), encoding), character >= 0
 
     def _splice(self, begin: int, finish: int, new_text: str) -> None:
         """``text[begin:finish] = new_text``, with the pieces it touches cut again.

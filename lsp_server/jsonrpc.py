@@ -195,7 +195,7 @@ class FrameReader:
         if bytes(body.rstrip()[-1:]) not in (b"}", b"]"):
             return []
         try:
-            json.loads(body)
+            _loads(bytes(body))
         except ValueError:
             return []
         self._problem("short body", f"{len(body)} of {self._length} bytes came, then a pause")
@@ -328,7 +328,7 @@ class FrameReader:
         text = self._body[:size].decode("latin-1")  # a character a byte: indexes are offsets
         try:
             _, end = json.JSONDecoder().raw_decode(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         rest = text[end:].lstrip(" \t\r\n")
         return len(text) - len(rest) if rest else None
@@ -395,12 +395,25 @@ def decode_body(data: bytes) -> Any:
     length was too long holds when it swallowed a frame without a header."""
     text = data.decode("utf-8")
     try:
-        return json.loads(text)
+        return _loads(text)
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":
             raise
         log.warning("LSP input: %d bytes after the JSON of a message", len(text) - exc.pos)
-        return json.loads(text[: exc.pos])
+        return _loads(text[: exc.pos])
+
+
+class TooDeep(ValueError):
+    """A JSON text nested deeper than the decoder's recursion allows (``[[[[...``)."""
+
+
+def _loads(text: str | bytes) -> Any:
+    """``json.loads``, where nesting too deep to decode is a ``ValueError`` like any
+    other text that is not a message (the C decoder raises ``RecursionError``)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise TooDeep("nested too deeply") from None
 
 
 @dataclass(frozen=True)
@@ -494,6 +507,8 @@ class JsonRpcGuard(LanguageServerProtocol):
         :func:`_serve_stream`), then passed to :meth:`receive_body` on the loop."""
         try:
             message = loads_in_pieces(data, pieces=True)
+        except RecursionError:
+            return Parsed(None, TooDeep("nested too deeply"))
         except json.JSONDecodeError as exc:
             if exc.msg != "Extra data":
                 return Parsed(None, exc)
@@ -739,6 +754,10 @@ class JsonRpcGuard(LanguageServerProtocol):
             )
             return
         structured = self._structure(method, message, request=False)
+        if isinstance(structured, str) and (repaired := self.repair(method, message)):
+            log.warning("%s repaired: %s", method[:100], structured)
+            self.notification_repaired(method, message.get("params"), structured)
+            structured = self._structure(method, repaired, request=False)
         if isinstance(structured, str):
             self.message_problems["invalid notification"] += 1
             log.warning("dropping %s: %s", method[:100], structured)
@@ -753,6 +772,23 @@ class JsonRpcGuard(LanguageServerProtocol):
         except Exception:
             log.exception("notification %r failed", method[:100])
 
+    def repair(self, method: str, message: dict[str, Any]) -> dict[str, Any] | None:
+        """A notification whose params do not fit its method, made to fit where its
+        meaning is still clear (none by default).  A server whose state follows a
+        notification repairs what it can rather than lose that state."""
+        return None
+
+    def notification_repaired(self, method: str, params: Any, reason: str) -> None:
+        """A notification was repaired (see :meth:`repair`): say so in the log."""
+        self._tell(f"repaired {method[:100]}: {reason}")
+
+    def _tell(self, text: str) -> None:
+        name = self.server_info.name if self.server_info else "server"
+        self.notify(
+            types.WINDOW_LOG_MESSAGE,
+            types.LogMessageParams(type=types.MessageType.Warning, message=f"{name}: {text}"),
+        )
+
     def notification_rejected(self, method: str, params: Any, reason: str) -> None:
         """A notification whose params do not fit its method was dropped.
 
@@ -762,13 +798,7 @@ class JsonRpcGuard(LanguageServerProtocol):
         forget the document (its requests then get "not open") rather than answer
         for a text the client does not have.
         """
-        name = self.server_info.name if self.server_info else "server"
-        self.notify(
-            types.WINDOW_LOG_MESSAGE,
-            types.LogMessageParams(
-                type=types.MessageType.Warning, message=f"{name}: ignored {method[:100]}: {reason}"
-            ),
-        )
+        self._tell(f"ignored {method[:100]}: {reason}")
 
     # ------------------------------------------------------------ responses
 

@@ -11,9 +11,10 @@
   standard library), ``\\x1c``-``\\x1e``, U+2028 and U+2029, so its positions drift from
   the editor's.  The server keeps documents itself (:mod:`lsp_server.documents`); here
   ``didOpen``/``didChange``/``didClose`` go straight to its handlers.  A
-  ``didChange`` whose params are rejected (a version past the protocol's int32) makes
-  the server forget the document: its requests then get "not open" instead of an
-  answer for a text the client does not have.
+  ``didChange`` is never lost: one whose version or positions no int32 holds is
+  repaired (the version is informative; positions are clamped as VS Code's text model
+  clamps them), and one that cannot be read at all leaves the document at its last
+  good version; either is said in the log and ``fimlsp/status``.
 * **Snapshots on arrival.**  A request handler that is a coroutine starts only on a
   later turn of the event loop, after the loop may have applied more changes.  A
   completion request is therefore captured (text and offset) and queued on the model
@@ -102,16 +103,64 @@ class FimProtocol(JsonRpcGuard):
         self.fim_server.requests.cancel(msg_id)
         super()._handle_cancel_notification(msg_id)
 
+    def repair(self, method: str, message: dict[str, Any]) -> dict[str, Any] | None:
+        """A ``didChange`` whose version or positions no int32 holds (``2**63``, a
+        negative line) still says which text changed how: the version is informative
+        only, and a position is clamped into the protocol's range (then into the text,
+        by :meth:`~lsp_server.documents.Document.replace`)."""
+        if method != types.TEXT_DOCUMENT_DID_CHANGE:
+            return None
+        params = message.get("params")
+        if not isinstance(params, dict) or not isinstance(params.get("textDocument"), dict):
+            return None
+        document = dict(params["textDocument"])
+        if not _int32(document.get("version")):
+            document["version"] = 0
+        changes = params.get("contentChanges")
+        if not isinstance(changes, list):
+            return None
+        fixed = [_clamped_change(change) for change in changes]
+        return {**message, "params": {**params, "textDocument": document, "contentChanges": fixed}}
+
+    def notification_repaired(self, method: str, params: Any, reason: str) -> None:
+        super().notification_repaired(method, params, reason)
+        self.fim_server.note_document_problem(f"a {method} was repaired: {reason}")
+
     def notification_rejected(self, method: str, params: Any, reason: str) -> None:
-        """Say so in the log; a rejected ``didChange`` leaves our copy behind the
-        client's, so the document is forgotten."""
+        """Say so in the log; a ``didChange`` that cannot be read at all leaves the
+        document at its last good version, which the status says."""
         super().notification_rejected(method, params, reason)
-        document = params.get("textDocument") if isinstance(params, dict) else None
-        uri = document.get("uri") if isinstance(document, dict) else None
-        if method == types.TEXT_DOCUMENT_DID_CHANGE and isinstance(uri, str):
-            self.fim_server.forget_document(uri)
+        if method == types.TEXT_DOCUMENT_DID_CHANGE:
+            self.fim_server.note_document_problem(
+                f"a {method} could not be read ({reason}); the document stays at its last "
+                "good version until the editor sends its whole text"
+            )
 
     def _user(self, method: str, params: Any) -> Generator[Any, Any, None]:
         handler = self.fm.features.get(method)
         if handler is not None:
             yield handler, (params,), None
+
+
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+def _int32(value: object) -> bool:
+    return type(value) is int and _INT32[0] <= value <= _INT32[1]
+
+
+def _clamped_change(change: Any) -> Any:
+    """A content change whose range's numbers are clamped to ``0 .. 2**31 - 1``."""
+    if not isinstance(change, dict) or not isinstance(change.get("range"), dict):
+        return change
+    rng = change["range"]
+
+    def clamp(position: Any) -> Any:
+        if not isinstance(position, dict):
+            return position
+        return {
+            key: max(0, min(value, _INT32[1])) if type(value) is int else value
+            for key, value in position.items()
+        }
+
+    return {**change, "range": {key: clamp(value) for key, value in rng.items()}}

@@ -226,10 +226,9 @@ class FimLanguageServer(LanguageServer):
         self.engine.document_changed(item.uri, doc.snapshot())
 
     def change_document(self, params: types.DidChangeTextDocumentParams) -> None:
-        """Apply the changes in order.  A change that does not fit the text (a line past
-        its end, an inverted range) means the client's copy and ours differ: the
-        document is forgotten, so that its requests get "not open" (and the client is
-        told) rather than answers for a text it does not have."""
+        """Apply the changes in order.  A range the text does not have (a line past its
+        end, an inverted range) is applied clamped, as VS Code's own text model applies
+        it, and said in the log and the status: the document is never dropped."""
         uri = params.text_document.uri
         doc = self.documents.get(uri)
         if doc is None:
@@ -237,24 +236,33 @@ class FimLanguageServer(LanguageServer):
             return
         encoding = self.position_encoding
         for change in params.content_changes:
-            try:
-                if not isinstance(change, types.TextDocumentContentChangePartial):
+            if not isinstance(change, types.TextDocumentContentChangePartial):
+                try:
                     doc.set_text(change.text, self.indexed_ahead.take(change.text))
-                    continue
-                start, end = change.range.start, change.range.end
-                doc.replace(
-                    (start.line, start.character), (end.line, end.character), change.text, encoding
-                )
-            except (PositionError, LookupError) as exc:  # LookupError: its text was lost
-                self.forget_document(uri)
-                self.log_to_client(
-                    f"fimlsp: a change to {uri} does not fit its text ({exc}); the document "
-                    "is closed on the server until it is opened again",
-                    types.MessageType.Error,
-                )
-                return
+                except LookupError as exc:  # its text was lost: never keep an older one
+                    self.forget_document(uri)
+                    self.log_to_client(
+                        f"fimlsp: cannot change {uri}: {exc}", types.MessageType.Error
+                    )
+                    return
+                continue
+            start, end = change.range.start, change.range.end
+            clamped = doc.replace(
+                (start.line, start.character), (end.line, end.character), change.text, encoding
+            )
+            if clamped is not None:
+                self.note_document_problem(f"a change to {uri} did not fit its text: {clamped}")
         doc.version = params.text_document.version
         self.engine.document_changed(doc.uri, doc.snapshot(), doc.edited_to)
+
+    def note_document_problem(self, text: str) -> None:
+        """A change the client sent was repaired or clamped: its copy of a document and
+        ours may differ until it sends the whole text.  Said in the log and the status."""
+        log.warning("%s", text)
+        self.log_to_client(f"fimlsp: {text}", types.MessageType.Warning)
+        self.send_status(
+            {"state": self.engine.state, "message": self.engine.state_message, "warning": text}
+        )
 
     def close_document(self, uri: str) -> None:
         self.forget_document(uri)

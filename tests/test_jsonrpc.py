@@ -672,11 +672,18 @@ def test_the_real_server_through_the_layer(stopping_model: Path) -> None:
                 )
             )
         )
-        assert client.ask(frame(status(31, uri)))["result"]["document"] is None
+        # A version no int32 holds: the change is applied all the same, and said.
+        document = client.ask(frame(status(31, uri)))["result"]["document"]
+        assert document["length"] == len("x = 1\n"), document
         assert any(
-            "ignored textDocument/didChange" in n["params"]["message"]
+            "repaired textDocument/didChange" in n["params"]["message"]
             for n in client.notifications
             if n["method"] == "window/logMessage"
+        )
+        assert any(
+            "repaired" in n["params"].get("warning", "")
+            for n in client.notifications
+            if n["method"] == "fimlsp/status"
         )
 
         # Shutdown: requests refused, then exit with 0.
@@ -827,3 +834,25 @@ def test_untyped_params_reuse_their_classes() -> None:
     )
     assert type(first) is type(second) and type(first.at) is type(second.at)
     assert second.uri == "b" and second.at.line == 2
+
+
+@pytest.mark.parametrize("depth", [5_000, 1_000_000])
+def test_a_body_nested_too_deeply_gets_a_parse_error(depth: int) -> None:
+    """``[[[[...`` deeper than the JSON decoder recurses: an error answer, never a crash
+    (an independent fuzzing client stopped the server with one)."""
+    _, out, receive = toy_server(guard=True)
+    receive(INIT)
+    protocol = _guard_of(receive)
+    nested = b"[" * depth + b"]" * depth
+    request = b'{"jsonrpc": "2.0", "id": 9, "method": "textDocument/completion", "params": '
+    for body in (b"[" * depth, request + nested + b"}"):
+        for large in (False, True):
+            out.messages.clear()
+            if large:
+                padded = body + b" " * LARGE_BODY
+                protocol.receive_body(padded, protocol.parse_large_body(padded))
+            else:
+                receive(body)
+            expected = (9 if body.startswith(b"{") else None, -32700)
+            assert outcome(out.messages) == expected, out.messages
+            assert "nested too deeply" in out.messages[0]["error"]["message"]

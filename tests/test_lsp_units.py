@@ -84,8 +84,20 @@ def test_incremental_replace_and_errors() -> None:
     assert doc.text == "x = 1\ny =  + 3\n"
     with pytest.raises(PositionError):
         doc.offset_at(5, 0)
-    with pytest.raises(PositionError):
-        doc.replace((1, 3), (0, 0), "")
+
+
+def test_a_range_the_text_does_not_have_is_clamped_as_vscode_does() -> None:
+    """Never a lost document: positions clamped into the text, an inverted range swapped,
+    and what was done returned for the log."""
+    doc = Document("u", "x = 1\ny = 2\n")
+    assert doc.replace((1, 3), (0, 0), "") is not None  # swapped: (0, 0)-(1, 3)
+    assert doc.text == " 2\n"
+    assert doc.replace((7, 0), (2**63, 4), "z\n") is not None  # past the end: appended
+    assert doc.text == " 2\nz\n"
+    assert doc.replace((-1, 0), (0, -5), "w") is not None  # before the start: prepended
+    assert doc.text == "w 2\nz\n"
+    assert doc.replace((0, 1), (0, 99), "") is None  # past a line's end: LSP says clamp
+    assert doc.text == "w\nz\n"
 
 
 def test_an_edit_records_where_it_ended() -> None:
