@@ -72,7 +72,6 @@ __all__ = [
     "Oversized",
     "Parsed",
     "ThreadedWriter",
-    "harden",
     "serve_stdio",
     "serve_tcp",
 ]
@@ -493,7 +492,7 @@ class JsonRpcGuard(LanguageServerProtocol):
         self.init_guard()
 
     def init_guard(self) -> None:
-        """The guard's state (separate so that :func:`harden` can set it up later)."""
+        """The guard's state."""
         self.owed: set[tuple[bool, int | str]] = set()  # requests not answered yet
         self.message_problems: Counter[str] = Counter()
         self._initialized = False  # initialize was answered with a result
@@ -922,18 +921,6 @@ def _params_type(method: str) -> Any:
 
 def _all_optional(cls: Any) -> bool:
     return attrs.has(cls) and all(f.default is not attrs.NOTHING for f in attrs.fields(cls))
-
-
-def harden(server: LanguageServer) -> None:
-    """Give an already built pygls server the guard: its protocol's class gets
-    :class:`JsonRpcGuard` as a base (for servers whose protocol class cannot be
-    edited; a server of one's own declares ``class P(JsonRpcGuard, ...)`` instead)."""
-    protocol = server.protocol
-    if isinstance(protocol, JsonRpcGuard):
-        return
-    cls = type(protocol)
-    protocol.__class__ = type(f"Guarded{cls.__name__}", (JsonRpcGuard, cls), {})
-    typing.cast(JsonRpcGuard, protocol).init_guard()
 
 
 # ---------------------------------------------------------------- serving

@@ -540,7 +540,8 @@ class HttpClient:
         if isinstance(exc, ssl.SSLCertVerificationError):
             return ServerTLSError(
                 f"cannot verify the TLS certificate of {url}: {exc.verify_message or exc}; "
-                "give the authority's certificate with the tlsCaFile setting, or use http://"
+                "add the authority's certificate to the system's store or point the "
+                "SSL_CERT_FILE environment variable at a bundle that holds it, or use http://"
             )
         if isinstance(exc, ssl.SSLError):
             hint = ""
