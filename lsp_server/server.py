@@ -350,6 +350,10 @@ class FimLanguageServer(LanguageServer):
 
     # ---------------------------------------------------------------- completion
 
+    def cancel_in_flight(self, msg_id: Any) -> None:
+        """``$/cancelRequest``: the request's cancel flag is set, started or not."""
+        self.requests.cancel(msg_id)
+
     def capture(self, msg_id: Any, params: Any) -> None:
         """Snapshot the document for a completion request and queue it on the worker."""
         try:

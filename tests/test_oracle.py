@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from bench import wasm_oracles
-from bench.oracle import WORKER, Oracle, OracleSpec, pyenv_interpreter, resolve_oracle
+from bench.oracle import Oracle, pyenv_interpreter, resolve_oracle
+from bench.oracle_spec import WORKER, OracleSpec
 
 
 def test_a_path_or_a_command_is_that_interpreter() -> None:

@@ -19,19 +19,17 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
 from .cache import cache_dir
 from .errors import ModelError
-
-if TYPE_CHECKING:
-    from .download import ProgressHook
 
 __all__ = [
     "CATALOG",
     "DEFAULT_MODEL",
     "NamedModel",
     "Part",
+    "ProgressHook",
     "default_model",
     "find_model",
     "install_hint",
@@ -39,6 +37,9 @@ __all__ = [
 ]
 
 _BLOCK = 8 << 20  # bytes copied (and reported) at a time
+
+#: Told (bytes so far, bytes in all when known) as a model file is fetched or assembled.
+ProgressHook = Callable[[int, int | None], None]
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,10 @@ Spec forms:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .catalog import CATALOG, default_model, find_model, model_path
+from .catalog import CATALOG, ProgressHook, default_model, find_model, model_path
 from .errors import ModelError
 
 __all__ = [
@@ -34,8 +33,6 @@ __all__ = [
 ]
 
 #: Called as ``hook(done, total)`` in bytes while a download runs; ``total`` may be None.
-ProgressHook = Callable[[int, int | None], None]
-
 DEFAULT_MODEL_SPEC = "default"
 #: What names a model: see the module docstring.
 ModelSpec = str | os.PathLike[str] | tuple[str, str] | None
