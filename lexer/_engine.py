@@ -14,7 +14,8 @@ f-string stacks, which are tuples and strings so that contexts can be shared.
 from __future__ import annotations
 
 from ._scan import Fail, char_at, check_escapes, check_ident, is_id_start, scan_number
-from ._tables import (
+from .errors import LexErrorCode as Code
+from .tables import (
     BLANKS_RE,
     CLOSE_TO_OPEN,
     COMMENT_RE,
@@ -35,7 +36,6 @@ from ._tables import (
     TOKEN_RE,
     max_paren_level,
 )
-from .errors import LexErrorCode as Code
 
 Symbol = tuple[str, str, int]
 #: An open f-string or t-string: (quote, raw, paren level at its start, open

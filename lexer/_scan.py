@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import unicodedata
 
-from ._tables import (
+from .errors import LexErrorCode as Code
+from .tables import (
     BIN_RE,
     ESCAPE_PAIR_RE,
     HEX_DIGITS,
@@ -21,7 +22,6 @@ from ._tables import (
     OCT_RE,
     STR_ESCAPE_HINT_RE,
 )
-from .errors import LexErrorCode as Code
 
 
 class Fail(Exception):

@@ -32,7 +32,7 @@ class LexErrorCode(enum.Enum):
     UNMATCHED_BRACKET = "unmatched-bracket"
     #: a closing bracket of another kind than the open one (``bracket``: the closing one)
     MISMATCHED_BRACKET = "mismatched-bracket"
-    #: more nested brackets than CPython's limit (``lexer._tables.max_paren_level``)
+    #: more nested brackets than CPython's limit (``lexer.tables.max_paren_level``)
     TOO_MANY_BRACKETS = "too-many-brackets"
     #: more indentation levels than CPython's limit
     TOO_MANY_INDENTS = "too-many-indents"

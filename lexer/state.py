@@ -6,14 +6,14 @@ import re
 
 from ._engine import EXPR, INITIAL_CTX, Ctx, Symbol, lex
 from ._scan import Fail, is_id_char
-from ._tables import (
+from .errors import LexError
+from .errors import LexErrorCode as Code
+from .tables import (
     KEYWORD_KINDS,
     OPERATORS,
     PREFIX_KINDS,
     STRING_PREFIXES,
 )
-from .errors import LexError
-from .errors import LexErrorCode as Code
 from .text import count_line_ends, last_line_start
 from .version import NEWEST, TargetLike, TargetVersion
 

@@ -1,4 +1,5 @@
-"""The choices a user makes about generation: the decoding mode and the line mode.
+"""The choices a user makes about generation: the decoding mode, the line mode and the
+API of an inference server.
 
 Plain literals with their tuples of values, in one light module: the settings, the
 command line, the decoding loop and the benchmarks take them from here, and the
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-__all__ = ["LINE_MODES", "MODES", "LineMode", "Mode"]
+__all__ = ["LINE_MODES", "MODES", "SERVER_APIS", "LineMode", "Mode", "ServerApi"]
 
 #: ``constrained``: the syntax-checked loop (the default); ``unconstrained``: the model's
 #: own choice at every step; ``checked``: unconstrained, then the longest prefix of its
@@ -23,3 +24,8 @@ MODES: tuple[Mode, ...] = get_args(Mode)
 #: ``auto``: multi-line where the cursor opens a block or one line cannot connect.
 LineMode = Literal["auto", "single", "multi"]
 LINE_MODES: tuple[LineMode, ...] = get_args(LineMode)
+
+#: The API an inference server (a ``model`` URL) speaks: ``auto`` asks it
+#: (``lsp_server/model/server_api``).
+ServerApi = Literal["auto", "llama.cpp", "openai"]
+SERVER_APIS: tuple[ServerApi, ...] = get_args(ServerApi)

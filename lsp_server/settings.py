@@ -16,8 +16,7 @@ from typing import Any
 
 from lexer.version import SUPPORTED, TargetVersion
 
-from .model.server_api.client import SERVER_APIS, ServerApi
-from .modes import LINE_MODES, MODES, LineMode, Mode
+from .modes import LINE_MODES, MODES, SERVER_APIS, LineMode, Mode, ServerApi
 
 __all__ = ["AUTO_TARGET", "Settings", "SettingsLayers"]
 

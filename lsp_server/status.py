@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from .decoding.stop_reason import StopReason
+
 if TYPE_CHECKING:
     from .target import ProjectTarget
 
@@ -59,34 +61,6 @@ class EngineState(_Named):
     #: The inference server (a ``model`` URL) does not answer as it should: completions
     #: are off until it does; it is tried again with growing intervals.
     UNAVAILABLE = "unavailable"
-
-
-class StopReason(_Named):
-    """Why a completion request ended."""
-
-    # The decoding loop.
-    EOS = "eos"  # the model ended the middle where it is complete
-    CONNECTED = "connected"  # the middle connects to the right context: stopped there
-    STEERED = "steered"  # steering brought the middle to a finish within the budget
-    #: the model went on past a complete middle by writing the code after the cursor again:
-    #: the middle ends before that
-    REPEATS_RIGHT = "repeats_right"
-    #: no later stopping point can be likelier than the best one found (each token only
-    #: lowers the probability): the middle ends there
-    LIKELIEST_END = "likeliest_end"
-    WITNESS = "witness"  # ended with the shortest finish the parser found (witnessEnding)
-    MAX_TOKENS = "max_tokens"  # the token budget is spent (or no candidate can finish in it)
-    NO_VIABLE_TOKEN = "no_viable_token"  # no candidate, top k or further down, fits
-    DEADLINE = "deadline"
-    CANCELLED = "cancelled"  # ``$/cancelRequest``, or a newer request for the document
-    CHECKED_PREFIX = "checked_prefix"  # checked mode cut the output back until it parsed
-    HEURISTIC_CUT = "heuristic_cut"  # heuristic mode: a shipping tool's rule ended the output
-    # The engine, without decoding.
-    REUSED = "reused"  # the user typed along the shown completion: the rest of it
-    NO_MIDDLE_FITS = "no_middle_fits"  # the quotient is empty: no text makes the file valid
-    TOO_LARGE = "too_large"  # longer than ``maxDocumentChars``
-    NO_MODEL = "no_model"  # the model is loading or failed to load
-    DISABLED = "disabled"  # ``enable`` is false
 
 
 def target_status(target: ProjectTarget) -> dict[str, str]:

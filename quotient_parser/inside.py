@@ -50,7 +50,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lexer import LexError, LexState
-from lexer._tables import CLOSE_TO_OPEN, OPEN_BRACKETS
+from lexer.tables import CLOSE_TO_OPEN, OPEN_BRACKETS
 from lexer.text import LINE_END_RE, indentation, indentation_column
 
 from .quotient import Quotient, QuotientState

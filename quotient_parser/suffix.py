@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from lexer import LexError, LexErrorCode, LexState
-from lexer._tables import CLOSE_TO_OPEN, MAX_INDENT, MAX_PAREN_LEVEL, OPERATORS, keywords
+from lexer.tables import CLOSE_TO_OPEN, MAX_INDENT, MAX_PAREN_LEVEL, OPERATORS, keywords
 from lexer.text import LINE_END_RE, first_line, indentation
 
 from .earley import Automaton, Chart

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lexer import LexState
-from lexer._tables import OPEN_TO_CLOSE
+from lexer.tables import OPEN_TO_CLOSE
 from lexer.text import INDENT_CHARS, first_line, is_word_char
 
 from .earley import Chart

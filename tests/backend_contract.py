@@ -16,8 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from lsp_server.model import Backend, Generation, TokenRanking
-from lsp_server.model.backend import IdArray
-from lsp_server.model.context import FloatArray, Interrupt
+from lsp_server.model.backend import FloatArray, IdArray, Interrupt
 from lsp_server.model.token_index import TokenIndex
 
 

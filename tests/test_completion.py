@@ -34,7 +34,7 @@ from bench.quotient_check import Corpus, make_cuts
 from lsp_server.decoding import Completion, DecodeOptions, generate
 from lsp_server.decoding.text import split_utf8
 from lsp_server.model import Backend, FimModel, LogitsRanking
-from lsp_server.model.context import FloatArray, Interrupt
+from lsp_server.model.backend import FloatArray, Interrupt
 from lsp_server.modes import Mode
 from quotient_parser.quotient import Quotient
 

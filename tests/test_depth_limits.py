@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from bench.oracle import pyenv_interpreter
-from lexer._tables import max_paren_level
+from lexer.tables import max_paren_level
 from lexer.version import TargetVersion
 from quotient_parser.recognizer import Recognizer
 

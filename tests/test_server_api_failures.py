@@ -463,7 +463,7 @@ def test_tls_certificates_are_checked(
     server = canned(lambda path: http_answer("200 OK", props), tls=context)
     with (
         ServerClient(server.url) as client,
-        pytest.raises(ServerTLSError, match="cannot verify the TLS certificate.*SSL_CERT_FILE"),
+        pytest.raises(ServerTLSError, match=r"cannot verify the TLS certificate.*SSL_CERT_FILE"),
     ):
         client.detect()
     with ServerClient(server.url, verify=str(certificate[0])) as client:

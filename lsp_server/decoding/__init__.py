@@ -37,7 +37,7 @@ same against llama.cpp in process or a server.  The pieces:
 * :mod:`.alternatives`: distinct middles branching off the first one;
 * :mod:`.request`: one request, ``generate``: the prompt, the loop, the second runs;
 * :mod:`.checked`: checked mode's cut-back with ``ast.parse``;
-* :mod:`.result`: the ``Completion`` and its timings.
+* :mod:`.result`: the ``Completion`` and its timings; :mod:`.stop_reason`: why it ended.
 """
 
 from .loop import build_prompt

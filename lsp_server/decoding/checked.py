@@ -9,9 +9,8 @@ from __future__ import annotations
 import ast
 import warnings
 
-from lsp_server.status import StopReason
-
 from .result import Completion
+from .stop_reason import StopReason
 
 __all__ = ["checked_prefix"]
 

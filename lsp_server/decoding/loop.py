@@ -21,7 +21,6 @@ import numpy as np
 from lexer.text import first_line
 from lsp_server.model.backend import Backend, Generation, IdArray, TokenRanking
 from lsp_server.model.errors import Interrupted
-from lsp_server.status import StopReason
 from quotient_parser.quotient import Quotient, QuotientState
 
 from .heuristic import HeuristicFilter
@@ -30,6 +29,7 @@ from .options import DecodeOptions
 from .ranking import Ranker
 from .result import Completion, DecodeTimes
 from .steering import Steering, dead_line_end, witness_ending
+from .stop_reason import StopReason
 from .stopping import RightEcho, StopCheck, StoppingPoints
 from .text import breaks_only_at_end, can_take_non_ascii, heal_split, token_text
 

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from lexer.version import NEWEST, TargetLike
 from lsp_server.model.backend import Backend
 from lsp_server.model.errors import Interrupted
-from lsp_server.status import StopReason
 from quotient_parser.quotient import Quotient
 
 from .checked import checked_prefix
@@ -25,6 +24,7 @@ from .loop import Decoder, build_prompt
 from .options import DecodeOptions
 from .restart import restart
 from .result import Completion, DecodeTimes
+from .stop_reason import StopReason
 from .stopping import StopCheck
 
 __all__ = ["generate"]

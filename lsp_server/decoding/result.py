@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from lsp_server.status import StopReason
+from .stop_reason import StopReason
 
 __all__ = ["Completion", "DecodeTimes", "Timings"]
 

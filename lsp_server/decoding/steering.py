@@ -61,8 +61,9 @@ import numpy as np
 from lexer.text import is_word_char
 from lsp_server.model.backend import Backend, Generation, IdArray, TokenRanking
 from lsp_server.model.errors import Interrupted, ModelError
-from lsp_server.status import StopReason
 from quotient_parser.finish import comment_or_continuation
+
+from .stop_reason import StopReason
 
 if TYPE_CHECKING:
     from quotient_parser.quotient import QuotientState

@@ -27,8 +27,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from lsp_server.status import StopReason
 from quotient_parser.quotient import QuotientState
+
+from .stop_reason import StopReason
 
 __all__ = ["IN_TOKEN_STOP_CHECKS", "RightEcho", "StopCheck", "StoppingPoints"]
 

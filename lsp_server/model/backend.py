@@ -27,19 +27,20 @@ family.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-from .context import FloatArray, Interrupt
 from .token_index import TokenIndex
 
 __all__ = [
     "Backend",
+    "FloatArray",
     "Generation",
     "IdArray",
+    "Interrupt",
     "LogitsRanking",
     "PromptCache",
     "TokenRanking",
@@ -47,6 +48,9 @@ __all__ = [
 ]
 
 IdArray = npt.NDArray[np.intp]
+FloatArray = npt.NDArray[np.float32]
+#: Polled while the model works; true means "stop now" (a cancel, a deadline).
+Interrupt = Callable[[], bool]
 
 
 class TokenRanking(Protocol):

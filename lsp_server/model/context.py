@@ -28,14 +28,14 @@ likely to need, without losing the live one while it does.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
+from .backend import FloatArray, Interrupt
 from .errors import Interrupted, ModelError
 from .native import log_mark, native_errors
 
@@ -64,10 +64,6 @@ SEQUENCES = 2
 #: Read-ahead may go on in the live sequence (rather than the spare) when it throws away
 #: at most this many of the live prompt's tokens: the word being typed, re-tokenized.
 AHEAD_MAY_DISCARD = 8
-
-FloatArray = npt.NDArray[np.float32]
-#: Polled between prompt chunks; true means "stop now" (a cancel, a deadline).
-Interrupt = Callable[[], bool]
 
 
 @dataclass(frozen=True)

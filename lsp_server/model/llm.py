@@ -23,8 +23,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .backend import LogitsRanking
-from .context import READ_AHEAD_CHUNK, REUSE_MIN_CHUNK, FloatArray, Interrupt, LlamaContext
+from .backend import FloatArray, Interrupt, LogitsRanking
+from .context import READ_AHEAD_CHUNK, REUSE_MIN_CHUNK, LlamaContext
 from .errors import ModelError
 from .families import (
     FimLayout,

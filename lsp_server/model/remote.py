@@ -38,8 +38,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .backend import IdArray
-from .context import FloatArray, Interrupt
+from .backend import FloatArray, IdArray, Interrupt
 from .errors import Interrupted, ModelError
 from .families import FimLayout, FimTokens, detected
 from .prompt import PromptBuilder, Tokenizer

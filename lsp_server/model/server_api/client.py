@@ -13,7 +13,9 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal, get_args
+from typing import Any
+
+from lsp_server.modes import SERVER_APIS, ServerApi
 
 from .completions import (
     Completion,
@@ -40,9 +42,6 @@ __all__ = [
 
 LLAMA_CPP = "llama.cpp"
 OPENAI = "openai"
-ServerApi = Literal["auto", "llama.cpp", "openai"]
-#: The values of ``ServerApi`` (the ``serverApi`` setting).
-SERVER_APIS: tuple[ServerApi, ...] = get_args(ServerApi)
 
 # llama.cpp's stop types, and OpenAI's finish reasons in the same words.
 _FINISH = {"stop": "eos", "length": "limit", "eos": "eos", "limit": "limit", "word": "word"}
