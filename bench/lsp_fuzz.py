@@ -1930,7 +1930,7 @@ def resolve_model(spec: str | None) -> str:
     """The model to serve: a path given, or the tiny stopping model (built once)."""
     if spec:
         return spec
-    from lsp_server.model.tiny import tiny_model_cached
+    from testmodels.tiny import tiny_model_cached
 
     return str(tiny_model_cached("starcoder", **STOPPING_MODEL))
 

@@ -5,10 +5,10 @@ Usage::
     python -m bench.model_families [PATHS...] [--family NAME ...] [--n N] [--seed S]
         [--max-tokens N] [--target X.Y] [--oracle PYTHON] [--json]
 
-For each family of ``lsp_server.model.tiny_families`` (StarCoder2, Qwen2.5-Coder,
+For each family of ``testmodels.tiny_families`` (StarCoder2, Qwen2.5-Coder,
 DeepSeek-Coder, CodeLlama, Codestral, Mellum, and Llama 3, Qwen3 and Gemma without FIM
 tokens), the tiny random-weight model on the family's real vocabulary (built once into
-the cache by ``lsp_server.model.tiny``) completes the same cuts as ``bench.fim_quality``
+the cache by ``testmodels.tiny``) completes the same cuts as ``bench.fim_quality``
 (``--n`` of each kind, same seed for every family) in the three modes, and the oracle
 judges them.  Random weights write nonsense, so the success counts say little about
 quality; what the run shows is that every family's prompt layout, end tokens, token
@@ -47,11 +47,11 @@ from bench.quotient_check import CUT_KINDS, Corpus, make_cuts
 from lexer.version import TargetVersion
 from lsp_server.decoding import DecodeOptions
 from lsp_server.model import FimModel, ModelError
-from lsp_server.model.tiny import fetch_vocabs, tiny_model_cached
-from lsp_server.model.tiny_families import FAMILIES
 from lsp_server.model.token_index import TokenIndex
 from lsp_server.modes import MODES
 from quotient_parser.quotient import QuotientBuilder
+from testmodels.tiny import fetch_vocabs, tiny_model_cached
+from testmodels.tiny_families import FAMILIES
 
 
 def _index_times(model: FimModel, repeat: int = 3) -> dict[str, float | None]:

@@ -359,7 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
 def model_path(spec: str) -> Path:
     """``tiny``: the tiny random-weight StarCoder model (built once); else any model spec."""
     if spec == "tiny":
-        from lsp_server.model.tiny import tiny_model_cached
+        from testmodels.tiny import tiny_model_cached
 
         return tiny_model_cached("starcoder")
     return resolve_model(spec)

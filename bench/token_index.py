@@ -49,8 +49,8 @@ from lsp_server.decoding import DecodeOptions
 from lsp_server.decoding.ranking import Ranker
 from lsp_server.decoding.text import token_text
 from lsp_server.model import FimModel, LogitsRanking
-from lsp_server.model.tiny import tiny_model_cached
 from lsp_server.model.token_index import TokenIndex
+from testmodels.tiny import tiny_model_cached
 
 IntArray = npt.NDArray[np.int32]
 

@@ -19,10 +19,10 @@ import pytest
 from model_fixtures import USER_ENV, USER_VOCAB_DIRS
 
 from lsp_server.model.llm import FimModel
-from lsp_server.model.tiny import BUNDLED_VOCABS, FAMILIES, build_tiny_model
-from lsp_server.model.tiny_families import Family
+from testmodels.tiny import BUNDLED_VOCABS, FAMILIES, build_tiny_model
+from testmodels.tiny_families import Family
 
-FETCH_COMMAND = "python -m lsp_server.model.tiny fetch-vocab"
+FETCH_COMMAND = "python -m testmodels.tiny fetch-vocab"
 FAMILY_NAMES = list(FAMILIES)
 #: The tiny models' size (layers, width): small, since Gemma's embedding has 262,144 rows.
 N_LAYER, N_EMBD = 1, 16
@@ -32,7 +32,7 @@ N_LAYER, N_EMBD = 1, 16
 def _fetch_vocabs() -> bool:
     """Fetch every family's vocabulary into the user's cache, once per session."""
     done = subprocess.run(
-        [sys.executable, "-m", "lsp_server.model.tiny", "fetch-vocab"],
+        [sys.executable, "-m", "testmodels.tiny", "fetch-vocab"],
         env=USER_ENV,
         stdout=subprocess.DEVNULL,
         check=False,

@@ -18,7 +18,7 @@ pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
 pytest.importorskip("gguf", reason="the gguf package is not installed")
 
 from lsp_server.model.llm import FimModel
-from lsp_server.model.tiny import build_tiny_model
+from testmodels.tiny import build_tiny_model
 
 TinyFactory = Callable[..., Path]
 
@@ -50,7 +50,7 @@ def optional_vocab(name: str) -> Path:
         if path.is_file():
             return path
     pytest.skip(
-        f"vocabulary {name!r} not extracted: run `python -m lsp_server.model.tiny extract-vocab "
+        f"vocabulary {name!r} not extracted: run `python -m testmodels.tiny extract-vocab "
         "llama_cpp_python-0.3.36.tar.gz` (from `pip download --no-deps --no-binary :all: "
         "llama-cpp-python==0.3.36`) or set FIMLSP_VOCAB_DIR"
     )

@@ -1,6 +1,6 @@
 """Every FIM family end to end through llama.cpp, on its real vocabulary.
 
-For each family of ``lsp_server.model.tiny_families`` (a tiny random model with the
+For each family of ``testmodels.tiny_families`` (a tiny random model with the
 family's published tokenizer): what ``FimModel`` detects (FIM tokens, prompt layout,
 end-of-generation tokens), the exact prompt tokens against the family's reference
 layout, and, through ``generate``: every end token ends a middle, token healing writes
@@ -35,8 +35,8 @@ from test_completion import Steered
 from lsp_server.decoding import DecodeOptions, generate
 from lsp_server.model.families import FimTokens, assemble_prompt, choose_layout
 from lsp_server.model.llm import FimModel
-from lsp_server.model.tiny_families import FAMILIES
 from lsp_server.modes import Mode
+from testmodels.tiny_families import FAMILIES
 
 Get = Callable[[str], FamilyModel]
 

@@ -34,7 +34,7 @@ from model_fixtures import TinyFactory, model_cache, tiny_factory  # noqa: F401
 from pytest_lsp import LanguageClient, client_capabilities
 
 from lsp_server.model.llm import FimModel
-from lsp_server.model.tiny_families import FAMILIES
+from testmodels.tiny_families import FAMILIES
 
 REPO = Path(__file__).resolve().parents[1]
 LEFT, RIGHT = "values = [1, 2", "\nprint(values)\n"

@@ -26,7 +26,7 @@ from family_fixtures import FAMILY_NAMES, family_path, family_vocab  # noqa: F40
 from model_fixtures import model_cache  # noqa: F401
 
 from lsp_server.model import ModelError
-from lsp_server.model.tiny import (
+from testmodels.tiny import (
     VOCAB_DIR,
     build_tiny_model,
     family_report,
@@ -36,7 +36,7 @@ from lsp_server.model.tiny import (
     tiny_model_cached,
     vocab_path,
 )
-from lsp_server.model.tiny_families import CONTROL, FAMILIES, NORMAL, USER_DEFINED
+from testmodels.tiny_families import CONTROL, FAMILIES, NORMAL, USER_DEFINED
 
 #: Published sizes (config.json vocab_size / the tokenizer's last id + 1).
 SIZES = {

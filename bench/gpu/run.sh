@@ -27,7 +27,7 @@ python3 -c 'import llama_cpp, sys; ok = llama_cpp.llama_supports_gpu_offload(); 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$out/gpu.csv"
 
 tiny="$out/tiny-starcoder.gguf"
-python3 -m lsp_server.model.tiny build "$tiny" >/dev/null
+python3 -m testmodels.tiny build "$tiny" >/dev/null
 
 for model in default "$tiny"; do
     name="$([ "$model" = default ] && echo default || echo tiny)"

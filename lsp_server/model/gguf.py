@@ -3,7 +3,7 @@
 The model layer reads what llama.cpp does not tell: the token types as the file stores
 them (llama.cpp turns some ordinary tokens into control tokens when it loads a model)
 and the pre-tokenizer's name, which says which family a vocabulary belongs to.
-``lsp_server.model.tiny`` edits vocabularies and writes test models with the same code.
+``testmodels.tiny`` edits vocabularies and writes test models with the same code.
 
 ``gguf.GGUFReader`` takes seconds on a 49k-token vocabulary (one numpy view per item);
 this walk over a memory map takes milliseconds, decodes only the entries asked for, and

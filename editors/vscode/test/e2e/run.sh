@@ -141,7 +141,7 @@ MODEL="$OUT/tiny.gguf"
 (cd "$REPO" && "$PYTHON" - "$MODEL" <<'PY'
 import sys
 
-from lsp_server.model.tiny import build_tiny_model
+from testmodels.tiny import build_tiny_model
 
 # Biased towards closing brackets and ending soon, so completions are short.
 build_tiny_model(

@@ -10,10 +10,10 @@ says, per family, which special tokens are edited in and where each id comes fro
 
 Command line::
 
-    python -m lsp_server.model.tiny build OUT.gguf [--family NAME | --vocab starcoder]
-    python -m lsp_server.model.tiny --list [--json]
-    python -m lsp_server.model.tiny fetch-vocab [NAME ...]
-    python -m lsp_server.model.tiny extract-vocab llama_cpp_python-0.3.36.tar.gz
+    python -m testmodels.tiny build OUT.gguf [--family NAME | --vocab starcoder]
+    python -m testmodels.tiny --list [--json]
+    python -m testmodels.tiny fetch-vocab [NAME ...]
+    python -m testmodels.tiny extract-vocab llama_cpp_python-0.3.36.tar.gz
 """
 
 from __future__ import annotations
@@ -38,9 +38,10 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from . import gguf
-from .cache import cache_dir
-from .errors import ModelError
+from lsp_server.model import gguf
+from lsp_server.model.cache import cache_dir
+from lsp_server.model.errors import ModelError
+
 from .tiny_families import CONTROL, FAMILIES, NORMAL, USER_DEFINED, Family
 
 __all__ = [
@@ -82,7 +83,7 @@ FIM_TOKEN_TEXTS: frozenset[str] = frozenset(
 _FIM_ID_KEYS = ("pre", "suf", "mid", "pad", "rep", "sep")
 _VOCAB_FILE = "ggml-vocab-{name}.gguf"
 _SDIST_VOCAB_RE = re.compile(r"(?:^|/)vendor/llama\.cpp/models/ggml-vocab-([\w.-]+)\.gguf$")
-_FETCH_HINT = "python -m lsp_server.model.tiny fetch-vocab"
+_FETCH_HINT = "python -m testmodels.tiny fetch-vocab"
 
 
 # ---------------------------------------------------------------- vocabularies
@@ -166,7 +167,7 @@ def vocab_path(vocab: str | os.PathLike[str]) -> Path:
         f"vocabulary {name!r} not found (bundled: {', '.join(known)}); get llama.cpp's "
         f"vocabularies from the llama-cpp-python source distribution with `{_FETCH_HINT}` "
         "(pip download, about 80 MB, from pip's cache when it has it), or `python -m "
-        "lsp_server.model.tiny extract-vocab llama_cpp_python-X.Y.Z.tar.gz`, or set "
+        "testmodels.tiny extract-vocab llama_cpp_python-X.Y.Z.tar.gz`, or set "
         "FIMLSP_VOCAB_DIR to a folder of ggml-vocab-*.gguf files"
     )
 
@@ -671,7 +672,7 @@ def _print_report(report: Mapping[str, Any]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Build a tiny model, list the families, or get llama.cpp's vocabularies."""
-    parser = argparse.ArgumentParser(prog="python -m lsp_server.model.tiny")
+    parser = argparse.ArgumentParser(prog="python -m testmodels.tiny")
     parser.add_argument("--list", action="store_true", help="describe every --family")
     parser.add_argument("--json", action="store_true", help="--list as JSON")
     sub = parser.add_subparsers(dest="cmd")

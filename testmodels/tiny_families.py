@@ -9,8 +9,8 @@ not define become ``[PAD<id>]`` user-defined tokens), and the same ``tokenizer.g
 ids. No conversion writes ``tokenizer.ggml.fim_*_token_id``: llama.cpp finds FIM tokens
 by their text when it loads the model, and so it does for these stand-ins.
 
-This module is data only; ``lsp_server.model.tiny`` applies it (``python -m
-lsp_server.model.tiny --list`` prints it).
+This module is data only; ``testmodels.tiny`` applies it (``python -m
+testmodels.tiny --list`` prints it).
 """
 
 from __future__ import annotations
