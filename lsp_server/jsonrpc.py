@@ -40,6 +40,7 @@ import contextlib
 import functools
 import json
 import logging
+import math
 import os
 import queue
 import re
@@ -574,8 +575,11 @@ class JsonRpcGuard(LanguageServerProtocol):
             self._receive_response(message, has_id, msg_id)
             return
         if has_id and not valid_id(msg_id):
+            # JSON-RPC allows any number as an id (LSP only integers): a client that sent
+            # 1.5 finds its answer by that id; an id of another type cannot be echoed.
+            echoed = msg_id if isinstance(msg_id, float) and math.isfinite(msg_id) else None
             self._reply_error(
-                None,
+                echoed,
                 INVALID_REQUEST,
                 "Invalid Request: an id must be an integer "
                 f"or a string, not {json.dumps(msg_id)[:40]}",
@@ -597,6 +601,14 @@ class JsonRpcGuard(LanguageServerProtocol):
                 INVALID_REQUEST,
                 "Invalid Request: the method must be a string",
                 "bad method",
+            )
+            return
+        if "result" in message or "error" in message:
+            self._refuse(
+                answer_to,
+                INVALID_REQUEST,
+                "Invalid Request: a message with a method has no result or error",
+                "bad members",
             )
             return
         params = message.get("params", _MISSING)
@@ -715,11 +727,13 @@ class JsonRpcGuard(LanguageServerProtocol):
                 self._initialized = error is None
         super()._send_response(msg_id, result, error)
 
-    def _reply_error(self, msg_id: int | str | None, code: int, message: str, kind: str) -> None:
+    def _reply_error(
+        self, msg_id: int | str | float | None, code: int, message: str, kind: str
+    ) -> None:
         """An error response (``msg_id`` None: the id could not be read)."""
         self.message_problems[kind] += 1
         log.warning("answering %s with %d: %s", msg_id, code, message)
-        if msg_id is not None:
+        if isinstance(msg_id, int | str):
             self.owed.discard(_id_key(msg_id))
         self._send_data(
             {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}

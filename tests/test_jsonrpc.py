@@ -298,11 +298,17 @@ PROTOCOL_CASES: dict[str, tuple[list[bytes], bytes, Any, Any]] = {
         ({"a": 1}, 0),
         (None, -32600),
     ),
+    "a request with a result": (
+        [INIT],
+        msg(id=8, method="textDocument/completion", params=POS, result=1),
+        (8, 0),
+        (8, -32600),
+    ),
     "a float id": (
         [INIT],
         msg(id=1.5, method="textDocument/completion", params=POS),
         (1.5, 0),
-        (None, -32600),
+        (1.5, -32600),
     ),
     "a null id": (
         [INIT],

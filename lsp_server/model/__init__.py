@@ -5,8 +5,8 @@
 :class:`~.backend.Backend` interface the decoding loop talks to.  The pieces, one job
 each: :mod:`.native` (the shared library and its log), :mod:`.vocabulary` (token bytes,
 tokenization), :mod:`.families` (FIM tokens and layouts), :mod:`.prompt` (prompts cut to
-a token budget), :mod:`.context` (evaluation over a reused KV cache).  The tests' random-weight models are built outside
-the package, by the repository's ``testmodels``.
+a token budget), :mod:`.context` (evaluation over a reused KV cache).  The tests'
+random-weight models are built outside the package, by the repository's ``testmodels``.
 """
 
 from __future__ import annotations
