@@ -107,7 +107,7 @@ def _complete(args: argparse.Namespace) -> int:
     from .decoding import DecodeOptions, generate
     from .model import ModelError
     from .model.native import NATIVE_LOGGER
-    from .model.server_api import ServerError
+    from .model.remote.server_api import ServerError
 
     # llama.cpp's errors are logged as warnings, which logging's last-resort handler would
     # print before the ModelError message that already carries them.
@@ -248,7 +248,7 @@ def _open_backend(args: argparse.Namespace) -> Any:
             model_vocab=args.model_vocab,
             n_ctx=args.ctx_size,
         )
-    from .model.threads import suitable_threads
+    from .model.local.threads import suitable_threads
 
     threads = args.threads or suitable_threads()
     return open_model(args.model, n_ctx=args.ctx_size, n_threads=threads,

@@ -31,9 +31,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .documents import TextSnapshot
 from .model import Backend, FimModel, ModelError, describe_spec, resolve_model
+from .model.local.threads import suitable_threads
 from .model.remote import is_server_url, open_remote
-from .model.server_api import ServerAvailability, ServerError, ServerHTTPError
-from .model.threads import suitable_threads
+from .model.remote.server_api import ServerAvailability, ServerError, ServerHTTPError
 from .planner import Planner
 from .prompt_budget import PromptBudget, ReadSpeed
 from .readahead import ReadAhead

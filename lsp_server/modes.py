@@ -26,6 +26,6 @@ LineMode = Literal["auto", "single", "multi"]
 LINE_MODES: tuple[LineMode, ...] = get_args(LineMode)
 
 #: The API an inference server (a ``model`` URL) speaks: ``auto`` asks it
-#: (``lsp_server/model/server_api``).
+#: (``lsp_server/model/remote/server_api``).
 ServerApi = Literal["auto", "llama.cpp", "openai"]
 SERVER_APIS: tuple[ServerApi, ...] = get_args(ServerApi)

@@ -40,7 +40,7 @@ class Settings:
     model_file: str | None = None
     gpu_layers: int | None = None  # None: all layers when llama.cpp can offload
     context_size: int = 4096
-    #: CPU threads for llama.cpp; 0: what suits the machine (``model.threads``).
+    #: CPU threads for llama.cpp; 0: what suits the machine (``model.local.threads``).
     threads: int = 0
     max_tokens: int = 64
     deadline_ms: int = 3000

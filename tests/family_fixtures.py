@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from model_fixtures import USER_ENV, USER_VOCAB_DIRS
 
-from lsp_server.model.llm import FimModel
+from lsp_server.model.local.llm import FimModel
 from testmodels.tiny import BUNDLED_VOCABS, FAMILIES, build_tiny_model
 from testmodels.tiny_families import Family
 

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
 pytest.importorskip("gguf", reason="the gguf package is not installed")
 
-from lsp_server.model.llm import FimModel
+from lsp_server.model.local.llm import FimModel
 from testmodels.tiny import build_tiny_model
 
 TinyFactory = Callable[..., Path]

@@ -32,7 +32,7 @@ from bench.grammar_coverage import Oracle, discover, stdlib_root
 from bench.quotient_check import Corpus, make_cuts
 from lsp_server.decoding import DecodeOptions, generate
 from lsp_server.model import FimModel, Interrupted
-from lsp_server.model.context import INTERRUPTIBLE_CHUNK
+from lsp_server.model.local.context import INTERRUPTIBLE_CHUNK
 from lsp_server.modes import Mode
 
 LEFT, RIGHT = "def add(a, b):\n    return ", "\n\n\nprint(add(1, 2))\n"

@@ -31,7 +31,7 @@ from model_fixtures import (  # noqa: F401  (fixtures are used by name)
 )
 
 from lsp_server.model import FimModel, Interrupted
-from lsp_server.model.context import READ_AHEAD_CHUNK, ReusePlan, plan_reuse
+from lsp_server.model.local.context import READ_AHEAD_CHUNK, ReusePlan, plan_reuse
 
 CODE = "".join(f"def f{i}(x):\n    return x * {i} + len('{i}')\n\n" for i in range(60))
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.model.server_api import SERVER_APIS
+from lsp_server.model.remote.server_api import SERVER_APIS
 from lsp_server.modes import LINE_MODES, MODES
 from lsp_server.status import SERVER_STATUS_REQUEST, STATUS_NOTIFICATION, EngineState, StopReason
 

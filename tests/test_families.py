@@ -34,7 +34,7 @@ from test_completion import Steered
 
 from lsp_server.decoding import DecodeOptions, generate
 from lsp_server.model.families import FimTokens, assemble_prompt, choose_layout
-from lsp_server.model.llm import FimModel
+from lsp_server.model.local.llm import FimModel
 from lsp_server.modes import Mode
 from testmodels.tiny_families import FAMILIES
 

@@ -33,7 +33,7 @@ from lsp_fixtures import SERVER, inline_items, open_doc, server_status, wait_rea
 from model_fixtures import TinyFactory, model_cache, tiny_factory  # noqa: F401
 from pytest_lsp import LanguageClient, client_capabilities
 
-from lsp_server.model.llm import FimModel
+from lsp_server.model.local.llm import FimModel
 from testmodels.tiny_families import FAMILIES
 
 REPO = Path(__file__).resolve().parents[1]

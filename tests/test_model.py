@@ -27,7 +27,7 @@ from model_fixtures import (  # noqa: F401  (fixtures are used by name)
 
 from lsp_server.model import FimModel, Interrupted, ModelError, open_model, resolve_model
 from lsp_server.model import download as dl
-from lsp_server.model.context import INTERRUPTIBLE_CHUNK
+from lsp_server.model.local.context import INTERRUPTIBLE_CHUNK
 from testmodels.tiny import (
     BUNDLED_VOCABS,
     VOCAB_DIR,

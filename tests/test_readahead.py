@@ -31,7 +31,7 @@ from lexer.text import count_line_ends
 from lsp_server import readahead
 from lsp_server.engine import Engine
 from lsp_server.model import FimModel
-from lsp_server.model.context import READ_AHEAD_CHUNK
+from lsp_server.model.local.context import READ_AHEAD_CHUNK
 from lsp_server.planner import Planner
 from lsp_server.prompt_budget import PromptBudget, ReadSpeed
 from lsp_server.readahead import ReadAhead, edit_end

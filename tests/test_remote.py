@@ -34,7 +34,7 @@ from bench.llama_server import LlamaServer, running_llama_server, start_llama_se
 from lsp_server.decoding import Completion, DecodeOptions, generate
 from lsp_server.model import FimModel, Interrupted
 from lsp_server.model.remote import RemoteBackend, is_server_url, open_remote
-from lsp_server.model.server_api import ServerError
+from lsp_server.model.remote.server_api import ServerError
 from lsp_server.modes import Mode
 
 #: The in-process model's context, and each server slot's.

@@ -1,4 +1,4 @@
-"""``lsp_server.model.server_api`` against a real llama-server running the tiny test model.
+"""``lsp_server.model.remote.server_api`` against a real llama-server running the tiny test model.
 
 The server and the in-process ``FimModel`` load the same GGUF file with the same llama.cpp
 (the server is built from the sources llama-cpp-python vendors), single-threaded, without
@@ -29,7 +29,7 @@ from test_model import FAMILIES
 
 from bench.llama_server import LlamaServer, running_llama_server
 from lsp_server.model import FimModel
-from lsp_server.model.server_api import (
+from lsp_server.model.remote.server_api import (
     LLAMA_CPP,
     OPENAI,
     Completion,
@@ -38,7 +38,7 @@ from lsp_server.model.server_api import (
     Step,
     load_local_vocab,
 )
-from lsp_server.model.server_api.client import incomplete_utf8_tail
+from lsp_server.model.remote.server_api.client import incomplete_utf8_tail
 
 __all__ = [  # fixtures used by name
     "llama_server_binary",

@@ -27,7 +27,7 @@ from test_llama_server import llama_server_binary
 
 from bench.llama_server import LlamaServer, free_port, running_llama_server, start_llama_server
 from lsp_server.model import FimModel
-from lsp_server.model.server_api import (
+from lsp_server.model.remote.server_api import (
     Backoff,
     ServerAuthError,
     ServerAvailability,

@@ -32,7 +32,7 @@ from bench.llama_server import free_port
 from lsp_server.decoding import DecodeOptions, generate
 from lsp_server.model import FimModel
 from lsp_server.model.remote import open_remote
-from lsp_server.model.server_api import (
+from lsp_server.model.remote.server_api import (
     OPENAI,
     ServerClient,
     ServerError,

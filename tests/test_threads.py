@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lsp_server.model.threads import _cgroup_quota, physical_cores, suitable_threads
+from lsp_server.model.local.threads import _cgroup_quota, physical_cores, suitable_threads
 from lsp_server.settings import Settings
 
 

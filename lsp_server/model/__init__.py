@@ -17,7 +17,7 @@ from .backend import Backend, Generation, LogitsRanking, TokenRanking
 from .download import DEFAULT_MODEL_SPEC, ModelSpec, ProgressHook, describe_spec, resolve_model
 from .errors import Interrupted, ModelError
 from .families import FimLayout, FimTokens
-from .llm import FimModel
+from .local.llm import FimModel
 
 __all__ = [
     "DEFAULT_MODEL_SPEC",

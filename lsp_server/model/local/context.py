@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from .backend import FloatArray, Interrupt
-from .errors import Interrupted, ModelError
-from .native import log_mark, native_errors
+from ..backend import FloatArray, Interrupt
+from ..errors import Interrupted, ModelError
+from ..native import log_mark, native_errors
 
 __all__ = [
     "INTERRUPTIBLE_CHUNK",

@@ -38,10 +38,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .backend import FloatArray, IdArray, Interrupt
-from .errors import Interrupted, ModelError
-from .families import FimLayout, FimTokens, detected
-from .prompt import PromptBuilder, Tokenizer
+from ..backend import FloatArray, IdArray, Interrupt
+from ..errors import Interrupted, ModelError
+from ..families import FimLayout, FimTokens, detected
+from ..prompt import PromptBuilder, Tokenizer
+from ..token_index import TokenIndex
+from ..vocabulary import tokenize_without_dummy_space
 from .server_api import (
     LLAMA_CPP,
     Candidate,
@@ -54,8 +56,6 @@ from .server_api import (
 )
 from .server_api.client import incomplete_utf8_tail
 from .server_api.vocab import LocalVocabulary
-from .token_index import TokenIndex
-from .vocabulary import tokenize_without_dummy_space
 
 __all__ = [
     "RemoteBackend",

@@ -23,10 +23,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .backend import FloatArray, Interrupt, LogitsRanking
-from .context import READ_AHEAD_CHUNK, REUSE_MIN_CHUNK, LlamaContext
-from .errors import ModelError
-from .families import (
+from ..backend import FloatArray, Interrupt, LogitsRanking
+from ..errors import ModelError
+from ..families import (
     FimLayout,
     FimTokens,
     choose_layout,
@@ -34,10 +33,11 @@ from .families import (
     find_fim_tokens,
     stop_tokens,
 )
-from .native import library, log_mark, native_errors
-from .prompt import PromptBuilder
-from .token_index import TokenIndex
-from .vocabulary import LlamaVocabulary
+from ..native import library, log_mark, native_errors
+from ..prompt import PromptBuilder
+from ..token_index import TokenIndex
+from ..vocabulary import LlamaVocabulary
+from .context import READ_AHEAD_CHUNK, REUSE_MIN_CHUNK, LlamaContext
 
 __all__ = ["FimModel", "LlamaGeneration"]
 
@@ -89,7 +89,7 @@ class FimModel:
     reuse is bit-exact.  ``suffix_share``, ``align_lines``: see
     :class:`~lsp_server.model.prompt.PromptBuilder`; ``spm_infill``: suffix-first prompts;
     ``reuse_min``: the shortest chunk of a cached prompt kept by shifting it to where a new
-    prompt has it (0: only the common prefix; see :mod:`lsp_server.model.context`).
+    prompt has it (0: only the common prefix; see :mod:`lsp_server.model.local.context`).
     """
 
     def __init__(

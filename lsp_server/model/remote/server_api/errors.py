@@ -3,7 +3,7 @@ can act on; every message says what happened and where, in words a user understa
 
 from __future__ import annotations
 
-from ..errors import ModelError
+from ...errors import ModelError
 
 
 class ServerError(ModelError):

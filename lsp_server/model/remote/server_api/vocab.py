@@ -27,10 +27,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ModelError
-from ..families import FIM_KINDS, FimLayout, FimTokens, choose_layout, find_fim_tokens, stop_tokens
-from ..native import library
-from ..vocabulary import LlamaVocabulary
+from ...errors import ModelError
+from ...families import FIM_KINDS, FimLayout, FimTokens, choose_layout, find_fim_tokens, stop_tokens
+from ...native import library
+from ...vocabulary import LlamaVocabulary
 
 __all__ = [
     "EOG_TEXTS",
