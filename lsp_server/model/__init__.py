@@ -1,12 +1,14 @@
 """The model layer: find or fetch a GGUF model and offer it to the decoder as a backend.
 
-``resolve_model`` turns the user's setting into a local file (:mod:`.download`);
-``FimModel`` (:mod:`.llm`) loads it with llama.cpp and implements the
-:class:`~.backend.Backend` interface the decoding loop talks to.  The pieces, one job
-each: :mod:`.native` (the shared library and its log), :mod:`.vocabulary` (token bytes,
-tokenization), :mod:`.families` (FIM tokens and layouts), :mod:`.prompt` (prompts cut to
-a token budget), :mod:`.context` (evaluation over a reused KV cache).  The tests'
-random-weight models are built outside the package, by the repository's ``testmodels``.
+``resolve_model`` turns the user's setting into a local file (:mod:`.download`, named
+models from :mod:`.catalog`).  Two wings implement the :class:`~.backend.Backend`
+interface the decoding loop talks to: :mod:`.local` (``FimModel``: llama.cpp in this
+process, over a reused KV cache) and :mod:`.remote` (a model behind llama-server or an
+OpenAI-compatible server).  Shared by both, one job each: :mod:`.native` (the shared
+library and its log), :mod:`.vocabulary` (token bytes, tokenization), :mod:`.families`
+(FIM tokens and layouts), :mod:`.prompt` (prompts cut to a token budget),
+:mod:`.token_index` (tokens by their text).  The tests' random-weight models are built
+outside the package, by the repository's ``testmodels``.
 """
 
 from __future__ import annotations
