@@ -7,7 +7,7 @@ Usage::
 Everything in the server that runs on the event loop thread, timed in process on
 the real objects (median of a few runs, milliseconds): the guard's parse and
 deserialization of a message with the server's handler (a body over
-``jsonrpc.LARGE_BODY`` is parsed on a thread first, as ``fimlsp`` does, and only what
+``transport.serving.LARGE_BODY`` is parsed on a thread first, as ``fimlsp`` does, and only what
 follows runs on the loop; the loop's longest wait for the GIL while that thread
 parses is its own row), ``Document.replace`` for a
 one-character change (typing in one place, and alternating between the two ends of
@@ -52,12 +52,13 @@ from bench.lsp_fuzz import big_text, position_of
 from lsp_server import completion_item as items
 from lsp_server.documents import Document, cut_pieces
 from lsp_server.gc_pacing import FREEZE_PERIOD_S, collect_everything
-from lsp_server.jsonrpc import LARGE_BODY, JsonRpcGuard
 from lsp_server.loop_lag import SWITCH_INTERVAL_S, shorten_gil_handoffs
 from lsp_server.release import take_apart
 from lsp_server.request import Request
 from lsp_server.server import create_server, tune_gc
 from lsp_server.settings import Settings
+from lsp_server.transport.guard import JsonRpcGuard
+from lsp_server.transport.serving import LARGE_BODY
 
 
 def timed(work: Callable[[], object], repeat: int = 5) -> float:

@@ -203,8 +203,8 @@ def _rss_mb() -> float:
 def serve(frames: int, max_states: int | None = None) -> int:
     """The server with ``bench/heap``; tracing starts at its first call (imports under
     ``tracemalloc`` take minutes, and only growth is of interest)."""
-    from lsp_server.jsonrpc import serve_stdio
     from lsp_server.server import create_server, tune_gc
+    from lsp_server.transport.serving import serve_stdio
     from quotient_parser.recognizer import Recognizer
 
     if max_states is not None:

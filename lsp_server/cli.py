@@ -167,8 +167,8 @@ def _serve(args: argparse.Namespace) -> int:
     root.addHandler(handler)
     root.setLevel(args.log_level)
 
-    from .jsonrpc import serve_stdio, serve_tcp
     from .server import create_server, tune_gc
+    from .transport.serving import serve_stdio, serve_tcp
 
     server = create_server()
     tune_gc()

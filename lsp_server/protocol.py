@@ -1,7 +1,7 @@
 """pygls' protocol, changed where fimlsp departs from its defaults.
 
 * **Every message checked in one place.**  The protocol derives from
-  :class:`~lsp_server.jsonrpc.JsonRpcGuard`: a message that is not JSON, not a
+  :class:`~lsp_server.transport.guard.JsonRpcGuard`: a message that is not JSON, not a
   request, sent before ``initialize`` or after ``shutdown``, or whose params do
   not fit its method is answered with a JSON-RPC error (``-32602`` names the
   field) before any handler runs, so every handler, present and future, gets
@@ -20,7 +20,7 @@
   completion request is therefore captured (text and offset) and queued on the model
   worker synchronously, when the message arrives.
 * **Large documents indexed ahead.**  A large ``didOpen`` or whole-text ``didChange`` is
-  parsed on a thread (:mod:`lsp_server.jsonrpc`); its text's line index is made there
+  parsed on a thread (:mod:`lsp_server.transport.serving`); its text's line index is made there
   too (:meth:`FimProtocol.prepare`), so the event loop never walks the whole text.
 * **Cancellation reaches the worker.**  ``$/cancelRequest`` sets the request's cancel
   flag whether or not its coroutine started.
@@ -36,7 +36,8 @@ from pygls.protocol import lsp_method
 
 from .documents import IndexedAhead
 from .json_pieces import LongString
-from .jsonrpc import JsonRpcGuard, Parsed
+from .transport.guard import JsonRpcGuard
+from .transport.messages import Parsed
 
 __all__ = ["COMPLETION_METHODS", "FimProtocol"]
 
@@ -65,7 +66,7 @@ class FimProtocol(JsonRpcGuard):
 
     @property
     def fim_server(self) -> DocumentServer:
-        return cast(DocumentServer, self._server)
+        return cast(DocumentServer, self.server)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params: Any) -> Generator[Any, Any, None]:
@@ -107,14 +108,12 @@ class FimProtocol(JsonRpcGuard):
             parts = text.parts if isinstance(text, LongString) else [text]
             holder["text"] = self.fim_server.indexed_ahead.put(parts)  # type: ignore[index]
 
-    def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
-        if method_name in COMPLETION_METHODS:
+    def on_request(self, msg_id: Any, method: str, params: Any) -> None:
+        if method in COMPLETION_METHODS:
             self.fim_server.capture(msg_id, params)
-        super()._handle_request(msg_id, method_name, params)
 
-    def _handle_cancel_notification(self, msg_id: Any) -> None:
+    def on_cancel(self, msg_id: Any) -> None:
         self.fim_server.cancel_in_flight(msg_id)
-        super()._handle_cancel_notification(msg_id)
 
     def repair(self, method: str, message: dict[str, Any]) -> dict[str, Any] | None:
         """A ``didChange`` whose version or positions no int32 holds (``2**63``, a

@@ -1,4 +1,4 @@
-"""lsp_server.jsonrpc: the frame reader on byte streams, the message guard against pygls'
+"""lsp_server.transport: the frame reader on byte streams, the message guard against pygls'
 own handling (each case shows pygls' behaviour and the guard's), and the real server
 (``fimlsp``, whose protocol is guarded) over stdio and TCP.
 """
@@ -26,16 +26,10 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, _dict_to_object
 
 from bench.lsp_fuzz import SMALL, OutputParser, encode, frame, oracle_parse
-from lsp_server.jsonrpc import (
-    LARGE_BODY,
-    Body,
-    FrameReader,
-    JsonRpcGuard,
-    Oversized,
-    ThreadedWriter,
-    decode_body,
-    records,
-)
+from lsp_server.transport.framing import Body, FrameReader, Oversized
+from lsp_server.transport.guard import JsonRpcGuard
+from lsp_server.transport.messages import decode_body, records
+from lsp_server.transport.serving import LARGE_BODY, ThreadedWriter
 
 # --------------------------------------------------------------------------- the reader
 

@@ -23,10 +23,10 @@ from lsp_server.documents import (
     cut_pieces_of,
     position_encoding,
 )
-from lsp_server.jsonrpc import JsonRpcGuard
 from lsp_server.lines import document_line_ends
 from lsp_server.request import Request
 from lsp_server.settings import Settings
+from lsp_server.transport.guard import JsonRpcGuard
 from quotient_parser.quotient import Quotient
 
 # ----------------------------------------------------------------------------- documents
