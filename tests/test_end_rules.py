@@ -106,6 +106,11 @@ def test_echo_is_a_whole_line_equal_to_the_next_line_of_code() -> None:
     assert echo.start("    while lst:\n    res.append(x)  \n") == len("    while lst:\n")
     assert echo.start("    while lst:\n        res.append(y)\n") is None
     assert RightEcho("\n\n").start("x\n") is None  # R has no code
+    # The middle's first line ends the cursor's line: no line of its own unless the
+    # cursor's line has no code before it.
+    assert RightEcho(")\nprint(total)\n", "total = max(values, ").start(")\n") is None
+    assert RightEcho("    return x\n", "def f():\n    ").start("    return x\n") == 0
+    assert RightEcho("    return x\n", "def f():\n").start("    return x\n") == 0
 
 
 def test_breaks_only_at_end() -> None:

@@ -108,6 +108,39 @@ def test_a_middle_that_would_write_the_code_after_the_cursor_again_is_cut(
     assert "return False" in free.middle  # what the cut spared the user
 
 
+ROLLING_MAX = (
+    "from typing import List, Tuple\n\n\n"
+    "def rolling_max(numbers: List[int]) -> List[int]:\n"
+    '    """ From a given list of integers, generate a list of rolling maximum element found'
+    " until given moment\n"
+    "    in the sequence.\n"
+    "    >>> rolling_max([1, 2, 3, 2, 3, 4, 2])\n"
+    "    [1, 2, 3, 3, 3, 4, 4]\n"
+    '    """\n'
+    "    running_max = None\n"
+    "    result = []\n\n"
+    "    for n in numbers:\n"
+    "        if running_max is None:\n"
+    "            running_max = n\n"
+    "        else:\n"
+    "            running_max = max(running_max, n)\n\n"
+)
+
+
+def test_a_line_that_would_only_repeat_the_next_line_is_decoded_again(qwen: FimModel) -> None:
+    """HumanEval/9 with the line ``result.append(running_max)`` removed: the model's
+    single line is R's ``return result``, with nothing complete before it.  That line
+    is never the answer: the middle is decoded again from its first word with the
+    model's next choice there."""
+    right = "\n    return result\n"
+    options = DecodeOptions(max_tokens=32, single_line=True)
+    r = generate(qwen, ROLLING_MAX, right, options, target=(3, 11))
+    assert r.complete and r.middle.strip(), r
+    assert r.middle.strip() != "return result", r.middle
+    free = generate(qwen, ROLLING_MAX, right, DecodeOptions(max_tokens=8, mode="unconstrained"))
+    assert free.middle.startswith("    return result")  # the echo the user was spared
+
+
 def test_an_instruct_model_stops_at_its_likeliest_end(qwen: FimModel) -> None:
     """An Instruct model seldom writes its end token: the middle still ends, well
     within the budget, where the model would most likely have ended it."""

@@ -138,7 +138,7 @@ class Decoder:
         self._parser_ns = 0  # time spent in the quotient during this step
         self.points = StoppingPoints(likelihood=backend.has_fim)
         #: where the middle starts writing R's next line again (constrained only)
-        self.echo = RightEcho(quotient.right) if quotient is not None else None
+        self.echo = RightEcho(quotient.right, quotient.left) if quotient is not None else None
         self.echo_at: int | None = None  # the offset where it did
         self.line_ended = False  # single-line: a token ran over the line's end
         #: single-line: the text that ends the middle's line (see ``dead_line_end``)
@@ -191,6 +191,7 @@ class Decoder:
             token_logprobs=self.token_logprobs,
             gaps=self.gaps,
             witnesses=[] if steering is None else steering.found,
+            echo_step=self.echo_step if stop == StopReason.REPEATS_RIGHT else None,
         )
 
     def _loop(self, generation: Generation) -> StopReason:
@@ -200,7 +201,7 @@ class Decoder:
             # Connected, once the middle has text: a line complete as typed, the healed
             # token written back, is no suggestion.
             if self.stop_when_connected and self.middle.strip() and self._connected():
-                return StopReason.CONNECTED
+                return StopReason.REPEATS_RIGHT if self._line_echoes() else StopReason.CONNECTED
             chosen = self._choose(generation.ranking())
             if self.steering is not None and self.steering.gave_up:
                 return StopReason.MAX_TOKENS  # no candidate can finish within the budget
@@ -209,7 +210,7 @@ class Decoder:
             token, is_end = chosen
             if is_end and self.line_ended:
                 self.tokens += 1  # the token that ended the line, up to its line break
-                return StopReason.CONNECTED
+                return StopReason.REPEATS_RIGHT if self._line_echoes() else StopReason.CONNECTED
             if is_end:
                 return StopReason.EOS
             self.tokens += 1
@@ -239,6 +240,23 @@ class Decoder:
             return False
         self.echo_at = self.echo.start(self.middle)
         return self.echo_at is not None
+
+    def _line_echoes(self) -> bool:
+        """The middle, ending here at a line's end, ends with R's next line of code."""
+        if self.echo is None or not self.constrained:
+            return False
+        whole = self.middle if self.middle.endswith(("\n", "\r")) else self.middle + "\n"
+        self.echo_at = self.echo.start(whole)
+        return self.echo_at is not None
+
+    @property
+    def echo_step(self) -> int | None:
+        """The step whose token began the echo's text (its first character after the
+        indentation): another token there is a middle that does not repeat R."""
+        if self.echo_at is None:
+            return None
+        line = self.middle[self.echo_at :]
+        return self.points.tokens_before(self.echo_at + len(line) - len(line.lstrip()))
 
     def _outcome(self, stop: StopReason) -> tuple[str, bool | None, int]:
         """The middle to return, whether it is complete (None: not known) and how many

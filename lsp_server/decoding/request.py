@@ -1,9 +1,11 @@
 """One request: the prompt, a run of the loop, and the second runs when the first fails.
 
-A constrained middle that did not complete is looked at again, at most twice: when no
+A constrained middle that did not complete is looked at again: when no
 middle can stay inside the construct at the cursor (``Quotient.inside_empty``), it is
 generated again without that restriction (``Completion.inside_fallback``); when the
-budget ran out, it is decoded again from a step where a finish was in reach
+model wrote R's next line again with nothing complete before it, it is decoded again
+from that step with another token there (``Completion.echo_step``); when the budget
+ran out, it is decoded again from a step where a finish was in reach
 (:mod:`.restart`, ``Completion.restarted``).  Checked mode's cut-back comes last.
 """
 
@@ -20,7 +22,7 @@ from quotient_parser.quotient import Quotient
 from .checked import checked_prefix
 from .heuristic import HeuristicFilter
 from .line_mode import own_line
-from .loop import Decoder, build_prompt
+from .loop import Decoder, build_prompt, resume
 from .options import DecodeOptions
 from .restart import restart
 from .result import Completion, DecodeTimes
@@ -73,6 +75,8 @@ def generate(
         result = _decode(backend, prompt, owed, opts, quotient, stop, times, free=True)
         result.inside_fallback = True
     result.healed = owed  # before a restart, which replays the middle after it
+    if quotient is not None and _echo_only(result, stop):
+        result = _past_the_echo(backend, quotient, opts, result, stop)
     if quotient is not None and _ran_out(result, opts, stop) and not _own_single(opts, quotient):
         again = restart(backend, quotient, opts, result, stop)
         if again is not None:  # the time and the parser's work of both runs count
@@ -128,6 +132,35 @@ def _inside_is_why(result: Completion, quotient: Quotient, stop: StopCheck) -> b
     if stop.deadline is not None:
         seconds = min(seconds, (stop.deadline - time.perf_counter()) / 4)
     return seconds > 0.01 and quotient.inside_empty(max_nodes=INSIDE_NODES, max_seconds=seconds)
+
+
+def _echo_only(result: Completion, stop: StopCheck) -> bool:
+    """The model's middle was R's next line of code again, with nothing complete before
+    it (so nothing to offer): worth a second run that takes another token there."""
+    step = result.echo_step
+    return (
+        result.stop_reason == StopReason.REPEATS_RIGHT
+        and not result.middle.strip()
+        and step is not None
+        and step < len(result.token_ids)
+        and not stop()
+    )
+
+
+def _past_the_echo(
+    backend: Backend, quotient: Quotient, opts: DecodeOptions, first: Completion, stop: StopCheck
+) -> Completion:
+    """``first`` again up to the step where its echo of R began, then the model's next
+    choice there (once: a second echo is answered as the first was)."""
+    at = first.echo_step
+    assert at is not None
+
+    def ban_the_echo(decoder: Decoder) -> None:
+        decoder.banned[at] = frozenset(first.token_ids[at : at + 1])
+
+    again = resume(backend, quotient, opts, first, at, ban_the_echo, stop)
+    again.parser_us = first.parser_us + again.parser_us
+    return again if again.middle.strip() else first
 
 
 def _own_single(options: DecodeOptions, quotient: Quotient) -> bool:

@@ -109,7 +109,8 @@ class Completion:
     (``restart.py``).  ``token_ids``, ``token_logprobs`` and ``gaps`` (the chosen
     token's log-probability less the best other candidate's) are per step, for
     branching into alternatives; ``witnesses`` holds (step, finish) for each finish
-    steering found, where a restart may begin.
+    steering found, where a restart may begin; ``echo_step``, where the middle began to
+    write R's next line of code again (``repeats_right``), the step to branch at.
     """
 
     middle: str
@@ -133,6 +134,7 @@ class Completion:
     token_logprobs: list[float] = field(default_factory=list)
     gaps: list[float] = field(default_factory=list)
     witnesses: list[tuple[int, str]] = field(default_factory=list)
+    echo_step: int | None = None
 
     @property
     def mean_logprob(self) -> float | None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from lexer.text import last_line
 from quotient_parser.quotient import QuotientState
 
 from .stop_reason import StopReason
@@ -159,8 +160,11 @@ class RightEcho:
     equal to it, blanks around both aside, is an echo, and the middle ends before it.
     """
 
-    def __init__(self, right: str) -> None:
+    def __init__(self, right: str, left: str = "") -> None:
         self.line = next((line.strip() for line in right.splitlines() if line.strip()), "")
+        #: the middle's first line ends the cursor's line, whose code before the cursor
+        #: makes it no line of its own (``max(values, `` + ``)``: no echo of R's ``)``)
+        self.joins_left = bool(last_line(left).strip())
 
     def start(self, middle: str) -> int | None:
         """The offset where the middle's first whole line equal to R's next line of code
@@ -168,10 +172,10 @@ class RightEcho:
         if not self.line:
             return None
         offset = 0
-        for line in middle.splitlines(keepends=True):
+        for index, line in enumerate(middle.splitlines(keepends=True)):
             if not line.endswith(("\n", "\r")):
                 break  # not whole yet
-            if line.strip() == self.line:
+            if line.strip() == self.line and not (index == 0 and self.joins_left):
                 return offset
             offset += len(line)
         return None
