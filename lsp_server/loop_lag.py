@@ -61,9 +61,9 @@ def shorten_gil_handoffs(interval_s: float = SWITCH_INTERVAL_S) -> None:
     stack at its late ticks under ``bench.lsp_fuzz`` found it in ``select``, a write to
     stdout or a read of ``/proc`` nearly every time, with the worker in the recognizer.
     A shorter interval costs the worker only the switches the loop asks for (an idle
-    loop sleeps in ``select`` without the GIL); ``docs/architecture.md`` has the
-    figures.  Called once by ``fimlsp`` before serving, not on import: it is
-    process-wide.
+    loop sleeps in ``select`` without the GIL); the figures are in
+    ``bench/results/2026-11-24-server-loop-lag/README.md``.  Called once by ``fimlsp``
+    before serving, not on import: it is process-wide.
     """
     sys.setswitchinterval(interval_s)
 

@@ -136,7 +136,7 @@ class ThreadedWriter:
 def _guard(server: LanguageServer) -> JsonRpcGuard:
     protocol = server.protocol
     if not isinstance(protocol, JsonRpcGuard):
-        raise TypeError("the server's protocol must derive from JsonRpcGuard (or use harden())")
+        raise TypeError("the server's protocol must derive from JsonRpcGuard")
     return protocol
 
 
