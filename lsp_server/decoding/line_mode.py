@@ -1,8 +1,12 @@
 """Single-line or multi-line: which the cursor asks for, and the fallback between them.
 
 In ``auto`` line mode the middle is a single line unless the grammar says the cursor
-opens a block (:func:`opens_block`); a single line that cannot connect is generated
-again over several lines (:func:`generate_in_line_mode`).  What a single line is
+opens a block (:func:`opens_block`), or the cursor is on a line of its own (no code
+before it on the line) and the model sees the code after the cursor (FIM): such a
+model writes as many lines as the place needs, and the decoder ends them where the
+model would end, or before it writes R's next line again (``decoding/stopping.py``).
+A single line that cannot connect is generated again over several lines
+(:func:`generate_in_line_mode`).  What a single line is
 depends on where the cursor is: after code on its line, the rest of that line (the
 model's line break ends it); at the start of a line that has code after the cursor, a
 line of its own inserted there, which ends with its line break (the decoder's
@@ -49,10 +53,13 @@ def opens_block(quotient: Quotient) -> bool:
     return deeper and not same
 
 
-def single_line(line_mode: LineMode, quotient: Quotient) -> bool:
-    """Whether to generate a single line (``auto``: unless the cursor opens a block)."""
+def single_line(line_mode: LineMode, quotient: Quotient, sees_right: bool = False) -> bool:
+    """Whether to generate a single line (``auto``: unless the cursor opens a block, or
+    is on a line of its own for a model that ``sees_right``, the code after the cursor)."""
     if line_mode != "auto":
         return line_mode == "single"
+    if sees_right and not last_line(quotient.left).strip():
+        return False
     return not opens_block(quotient)
 
 
@@ -61,12 +68,13 @@ def generate_in_line_mode(
     line_mode: LineMode,
     attempt: Callable[[bool], Completion],
     may_retry: Callable[[], bool] = lambda: True,
+    sees_right: bool = False,
 ) -> tuple[Completion, bool, bool]:
     """A middle in ``line_mode``: (the completion, whether it is single-line, whether it
     fell back to several lines).  ``attempt(single)`` generates one (the language
     server's carries what is left of the deadline); ``may_retry`` says whether there is
-    still time for the fallback."""
-    single = single_line(line_mode, quotient)
+    still time for the fallback; ``sees_right``: the model is a FIM model."""
+    single = single_line(line_mode, quotient, sees_right)
     result = attempt(single)
     if single and line_mode == "auto" and not result.complete and may_retry():
         return attempt(False), False, True
