@@ -203,7 +203,8 @@ def test_opens_block(left: str, right: str, expected: bool) -> None:
         ("def f(x):\n", "    return x\n", True, False),  # a line of its own, FIM: lines
         ("def f(x):\n", "    return x\n", False, True),  # without FIM: one line
         ("def f(x):\n    y = 1\n\n", "\n    return y\n", True, False),  # a blank line
-        ("def f(x):\n    y = ", "\n    return y\n", True, True),  # code before the cursor
+        ("def f(x):\n    y = ", "\n    return y\n", True, False),  # mid-line, FIM
+        ("def f(x):\n    y = ", "\n    return y\n", False, True),  # mid-line, no FIM
         ("def f(x):", "\n", False, False),  # a block header: lines for any model
     ],
 )

@@ -1,11 +1,11 @@
 """Single-line or multi-line: which the cursor asks for, and the fallback between them.
 
-In ``auto`` line mode the middle is a single line unless the grammar says the cursor
-opens a block (:func:`opens_block`), or the cursor is on a line of its own (no code
-before it on the line) and the model sees the code after the cursor (FIM): such a
-model writes as many lines as the place needs, and the decoder ends them where the
-model would end, or before it writes R's next line again (``decoding/stopping.py``).
-A single line that cannot connect is generated again over several lines
+In ``auto`` line mode a model that sees the code after the cursor (FIM) writes as many
+lines as the place needs: the decoder ends the middle where the model would most likely
+end it, or before it writes R's next line again (``decoding/stopping.py``), which
+knows more than a rule about lines.  A model that does not see R writes a single line
+unless the grammar says the cursor opens a block (:func:`opens_block`).  A single line
+that cannot connect is generated again over several lines
 (:func:`generate_in_line_mode`).  What a single line is
 depends on where the cursor is: after code on its line, the rest of that line (the
 model's line break ends it); at the start of a line that has code after the cursor, a
@@ -54,13 +54,12 @@ def opens_block(quotient: Quotient) -> bool:
 
 
 def single_line(line_mode: LineMode, quotient: Quotient, sees_right: bool = False) -> bool:
-    """Whether to generate a single line (``auto``: unless the cursor opens a block, or
-    is on a line of its own for a model that ``sees_right``, the code after the cursor)."""
+    """Whether to generate a single line (``auto``: never for a model that
+    ``sees_right``, the code after the cursor; otherwise unless the cursor opens a
+    block)."""
     if line_mode != "auto":
         return line_mode == "single"
-    if sees_right and not last_line(quotient.left).strip():
-        return False
-    return not opens_block(quotient)
+    return not sees_right and not opens_block(quotient)
 
 
 def generate_in_line_mode(
