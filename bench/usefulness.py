@@ -271,9 +271,7 @@ class Runner:
             spent.append(completion.tokens)
             return completion
 
-        completion, single, _ = generate_in_line_mode(
-            quotient, self.line_mode, attempt, sees_right=self.model.has_fim
-        )
+        completion, single, _ = generate_in_line_mode(quotient, self.line_mode, attempt)
         return completion, single, sum(spent)
 
     def _checked(self, task: Task, free: Completion, unconstrained: ModeRun) -> ModeRun:

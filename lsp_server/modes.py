@@ -21,9 +21,7 @@ Mode = Literal["constrained", "unconstrained", "checked", "heuristic"]
 MODES: tuple[Mode, ...] = get_args(Mode)
 
 #: ``single``: the middle stays on the cursor's line; ``multi``: it may span lines;
-#: ``auto``: as many lines as a model that sees the code after the cursor (FIM) would
-#: write; for one that does not, multi-line where the cursor opens a block or one line
-#: cannot connect.
+#: ``auto``: multi-line where the cursor opens a block or one line cannot connect.
 LineMode = Literal["auto", "single", "multi"]
 LINE_MODES: tuple[LineMode, ...] = get_args(LineMode)
 

@@ -308,7 +308,6 @@ class Planner:
             settings.line_mode,
             lambda single: _generate(request, model, quotient, single, budget),
             lambda: not request.cancelled and not _late(request),
-            sees_right=model.has_fim,
         )
         suggestions: list[Suggestion] = []
         usable = result.complete is not False  # None: a mode that does not check

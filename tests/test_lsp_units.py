@@ -13,7 +13,7 @@ from lsprotocol import types
 from lexer.text import line_end_offsets
 from lsp_server import documents
 from lsp_server.completion_item import completion_item
-from lsp_server.decoding.line_mode import opens_block, single_line
+from lsp_server.decoding.line_mode import opens_block
 from lsp_server.documents import (
     Document,
     IndexedAhead,
@@ -195,22 +195,6 @@ def test_model_spec_from_repo_and_file() -> None:
 )
 def test_opens_block(left: str, right: str, expected: bool) -> None:
     assert opens_block(Quotient(left, right)) is expected
-
-
-@pytest.mark.parametrize(
-    ("left", "right", "fim", "expected"),
-    [
-        ("def f(x):\n", "    return x\n", True, False),  # a line of its own, FIM: lines
-        ("def f(x):\n", "    return x\n", False, True),  # without FIM: one line
-        ("def f(x):\n    y = 1\n\n", "\n    return y\n", True, False),  # a blank line
-        ("def f(x):\n    y = ", "\n    return y\n", True, False),  # mid-line, FIM
-        ("def f(x):\n    y = ", "\n    return y\n", False, True),  # mid-line, no FIM
-        ("def f(x):", "\n", False, False),  # a block header: lines for any model
-    ],
-)
-def test_auto_line_mode(left: str, right: str, fim: bool, expected: bool) -> None:
-    assert single_line("auto", Quotient(left, right), sees_right=fim) is expected
-    assert single_line("single", Quotient(left, right), sees_right=fim) is True
 
 
 @pytest.mark.parametrize(

@@ -1,12 +1,8 @@
 """Single-line or multi-line: which the cursor asks for, and the fallback between them.
 
-In ``auto`` line mode a model that sees the code after the cursor (FIM) writes as many
-lines as the place needs: the decoder ends the middle where the model would most likely
-end it, or before it writes R's next line again (``decoding/stopping.py``), which
-knows more than a rule about lines.  A model that does not see R writes a single line
-unless the grammar says the cursor opens a block (:func:`opens_block`).  A single line
-that cannot connect is generated again over several lines
-(:func:`generate_in_line_mode`).  What a single line is
+In ``auto`` line mode the middle is a single line unless the grammar says the cursor
+opens a block (:func:`opens_block`); a single line that cannot connect is generated
+again over several lines (:func:`generate_in_line_mode`).  What a single line is
 depends on where the cursor is: after code on its line, the rest of that line (the
 model's line break ends it); at the start of a line that has code after the cursor, a
 line of its own inserted there, which ends with its line break (the decoder's
@@ -53,13 +49,11 @@ def opens_block(quotient: Quotient) -> bool:
     return deeper and not same
 
 
-def single_line(line_mode: LineMode, quotient: Quotient, sees_right: bool = False) -> bool:
-    """Whether to generate a single line (``auto``: never for a model that
-    ``sees_right``, the code after the cursor; otherwise unless the cursor opens a
-    block)."""
+def single_line(line_mode: LineMode, quotient: Quotient) -> bool:
+    """Whether to generate a single line (``auto``: unless the cursor opens a block)."""
     if line_mode != "auto":
         return line_mode == "single"
-    return not sees_right and not opens_block(quotient)
+    return not opens_block(quotient)
 
 
 def generate_in_line_mode(
@@ -67,13 +61,12 @@ def generate_in_line_mode(
     line_mode: LineMode,
     attempt: Callable[[bool], Completion],
     may_retry: Callable[[], bool] = lambda: True,
-    sees_right: bool = False,
 ) -> tuple[Completion, bool, bool]:
     """A middle in ``line_mode``: (the completion, whether it is single-line, whether it
     fell back to several lines).  ``attempt(single)`` generates one (the language
     server's carries what is left of the deadline); ``may_retry`` says whether there is
-    still time for the fallback; ``sees_right``: the model is a FIM model."""
-    single = single_line(line_mode, quotient, sees_right)
+    still time for the fallback."""
+    single = single_line(line_mode, quotient)
     result = attempt(single)
     if single and line_mode == "auto" and not result.complete and may_retry():
         return attempt(False), False, True
