@@ -25,7 +25,7 @@ from .options import DecodeOptions
 from .result import Completion
 from .stopping import StopCheck
 
-__all__ = ["ALTERNATIVES", "branch", "branch_points", "ranked"]
+__all__ = ["ALTERNATIVES", "branch", "branch_points", "branch_within", "ranked"]
 
 #: Middles offered to an explicit request at most.
 ALTERNATIVES = 3
@@ -52,6 +52,18 @@ def branch(
     (``options.deadline_s`` counts from now)."""
     now = time.perf_counter()
     stop = StopCheck(cancel, None if options.deadline_s is None else now + options.deadline_s)
+    return branch_within(backend, quotient, options, first, at, stop)
+
+
+def branch_within(
+    backend: Backend,
+    quotient: Quotient,
+    options: DecodeOptions,
+    first: Completion,
+    at: int,
+    stop: StopCheck,
+) -> Completion:
+    """:func:`branch` under a request's own ``stop`` (its cancel and deadline)."""
 
     def ban_first_choice(decoder: Decoder) -> None:
         decoder.banned[at] = frozenset(first.token_ids[at : at + 1])

@@ -19,10 +19,11 @@ from lsp_server.model.backend import Backend
 from lsp_server.model.errors import Interrupted
 from quotient_parser.quotient import Quotient
 
+from .alternatives import branch_within
 from .checked import checked_prefix
 from .heuristic import HeuristicFilter
 from .line_mode import own_line
-from .loop import Decoder, build_prompt, resume
+from .loop import Decoder, build_prompt
 from .options import DecodeOptions
 from .restart import restart
 from .result import Completion, DecodeTimes
@@ -152,13 +153,8 @@ def _past_the_echo(
 ) -> Completion:
     """``first`` again up to the step where its echo of R began, then the model's next
     choice there (once: a second echo is answered as the first was)."""
-    at = first.echo_step
-    assert at is not None
-
-    def ban_the_echo(decoder: Decoder) -> None:
-        decoder.banned[at] = frozenset(first.token_ids[at : at + 1])
-
-    again = resume(backend, quotient, opts, first, at, ban_the_echo, stop)
+    assert first.echo_step is not None
+    again = branch_within(backend, quotient, opts, first, first.echo_step, stop)
     again.parser_us = first.parser_us + again.parser_us
     return again if again.middle.strip() else first
 
