@@ -3,7 +3,7 @@
 Usage::
 
     python -m bench.llama_server [--print-path] [--sdist PATH] [--jobs N] [--rebuild]
-        [--source LLAMA_CPP_DIR] [--cuda]
+        [--source LLAMA_CPP_DIR] [--cuda] [--cmake-arg ARG ...]
     python -m bench.llama_server --serve MODEL.gguf [--parallel N] [--api-key KEY]
 
 The remote backend talks to inference servers; the tests and benchmarks need a real one
@@ -60,6 +60,7 @@ __all__ = [
     "llama_cpp_version",
     "running_llama_server",
     "start_llama_server",
+    "vendored_path",
 ]
 
 #: CMake flags of the build: portable (no -march=native), one static binary, nothing but
@@ -193,20 +194,27 @@ def locate_sdist(version: str, sdist: Path | None, into: Path, log: Callable[[st
     return found[0]
 
 
+def vendored_path(name: str) -> str | None:
+    """A member of the sdist (``top/vendor/llama.cpp/...``): its path in llama.cpp if the
+    server's build reads it, else None."""
+    _, _, rest = name.partition("/")
+    if not rest.startswith(_VENDOR):
+        return None
+    inner = rest[len(_VENDOR) :]
+    return None if any(inner.startswith(skip) for skip in _SKIPPED) else inner
+
+
 def extract_vendored(sdist: Path, dest: Path) -> Path:
     """Extract the parts of ``vendor/llama.cpp`` the build reads; return its root."""
     root: Path | None = None
     try:
         with tarfile.open(sdist, "r:*") as tar:
             for member in tar:
-                top, _, rest = member.name.partition("/")
-                if not rest.startswith(_VENDOR):
-                    continue
-                inner = rest[len(_VENDOR) :]
-                if any(inner.startswith(skip) for skip in _SKIPPED):
+                if vendored_path(member.name) is None:
                     continue
                 if not (member.isfile() or member.isdir()):
                     continue  # links and devices: none are needed
+                top = member.name.partition("/")[0]
                 tar.extract(member, dest, filter="data")
                 root = dest / top / _VENDOR.rstrip("/")
     except (OSError, tarfile.TarError) as exc:
@@ -313,7 +321,7 @@ def _compile(src: Path, build: Path, flags: Sequence[str], jobs: int, log_path: 
 def _sdist_version(sdist: Path) -> str:
     """``1.2.3`` from ``llama_cpp_python-1.2.3.tar.gz``."""
     name = sdist.name
-    for suffix in (".tar.gz", ".tgz", ".zip"):
+    for suffix in (".tar.gz", ".tar.xz", ".tgz", ".zip"):
         name = name.removesuffix(suffix)
     stem, _, version = name.rpartition("-")
     if not stem or not version:
@@ -496,6 +504,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--cuda", action="store_true", help="with the CUDA backend for Hopper (CUDA_FLAGS)"
     )
+    parser.add_argument(
+        "--cmake-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="one more CMake argument (repeatable; part of the cache key)",
+    )
     parser.add_argument("--rebuild", action="store_true", help="build even if cached")
     parser.add_argument("--serve", type=Path, metavar="MODEL", help="run a server on MODEL")
     parser.add_argument("--parallel", type=int, default=1)
@@ -508,7 +523,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             jobs=args.jobs,
             rebuild=args.rebuild,
             source=args.source,
-            flags=CUDA_FLAGS if args.cuda else BUILD_FLAGS,
+            flags=(*(CUDA_FLAGS if args.cuda else BUILD_FLAGS), *args.cmake_arg),
         )
     except BuildUnavailable as exc:
         print(f"llama-server unavailable: {exc}", file=sys.stderr)
