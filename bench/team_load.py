@@ -97,11 +97,21 @@ HANG_GRACE_S = 15.0
 #: of the level's time): the rest is for the editors' backoff to find the server again.
 BIG_FILE_AT, RESTART_AT = 0.2, 0.4
 #: ``remoteRequests`` and friends of ``fimlsp/serverStatus`` (see ``lsp_server.engine``).
-REMOTE_KEYS = ("remoteRequests", "remoteGenerations", "remoteRejected", "remoteProbes",
-               "remotePrefills")  # fmt: skip
+REMOTE_KEYS = (
+    "remoteRequests",
+    "remoteGenerations",
+    "remoteRejected",
+    "remoteProbes",
+    "remotePrefills",
+)
 #: llama-server's counters (``/metrics``) a level reports as differences.
-METRIC_COUNTERS = ("tokens_predicted_total", "prompt_tokens_total", "prompt_tokens_cached_total",
-                   "n_decode_total", "busy_slot_decodes")  # fmt: skip
+METRIC_COUNTERS = (
+    "tokens_predicted_total",
+    "prompt_tokens_total",
+    "prompt_tokens_cached_total",
+    "n_decode_total",
+    "busy_slot_decodes",
+)
 
 
 # --------------------------------------------------------------------------- one editor
@@ -240,8 +250,11 @@ async def type_for(editor: Editor, job: Typing, files: Sequence[CorpusFile]) -> 
         after = await asyncio.wait_for(_server_status(editor.client), timeout=job.grace_s)
     except TimeoutError:
         after, hung = {}, True
-    problems = [(why, text, off) for text, off, m in typist.middles
-                if (why := invalid_middle(text, off, m)) is not None]  # fmt: skip
+    problems = [
+        (why, text, off)
+        for text, off, m in typist.middles
+        if (why := invalid_middle(text, off, m)) is not None
+    ]
     return {
         "editor": editor.index,
         "big_file": big,
@@ -417,8 +430,10 @@ class Server:
             except RuntimeError as exc:
                 if self.slots <= 1:
                     raise
-                print(f"llama-server with {self.slots} slots failed; halving: {str(exc)[-300:]}",
-                      file=sys.stderr)  # fmt: skip
+                print(
+                    f"llama-server with {self.slots} slots failed; halving: {str(exc)[-300:]}",
+                    file=sys.stderr,
+                )
                 self.slots //= 2
         self.url = self.running.url
 
@@ -469,8 +484,10 @@ def metric_deltas(
     segments: Sequence[tuple[dict[str, float], dict[str, float]]],
 ) -> dict[str, float]:
     """Counter differences summed over (before, after) pairs: one pair per server life."""
-    return {k: sum(after.get(k, 0.0) - before.get(k, 0.0) for before, after in segments)
-            for k in METRIC_COUNTERS}  # fmt: skip
+    return {
+        k: sum(after.get(k, 0.0) - before.get(k, 0.0) for before, after in segments)
+        for k in METRIC_COUNTERS
+    }
 
 
 def cpu_busy() -> tuple[float, float]:
@@ -515,8 +532,9 @@ def level_row(
     answered = sum(e["answered"] for e in editors)
     sent = {k: sum(_remote_sent(e, k) for e in editors) for k in REMOTE_KEYS}
     generating = [s for e in editors for s in e["statuses"] if s.get("elapsedMs") and "tokens" in s]
-    shares = [(s.get("quotientMs", 0.0) + s.get("parserMs", 0.0)) / s["elapsedMs"]
-              for s in generating]  # fmt: skip
+    shares = [
+        (s.get("quotientMs", 0.0) + s.get("parserMs", 0.0)) / s["elapsedMs"] for s in generating
+    ]
     editor_p95 = [_ms([ms for _, ms, _ in e["answers"]], 95) for e in editors if e["answers"]]
     checked = sum(e["middles_checked"] for e in editors)
     invalid = sum(e["middles_invalid"] for e in editors)
@@ -582,11 +600,22 @@ def fault_figures(
     def window(group: list[dict[str, Any]], lo: float, hi: float) -> dict[str, Any]:
         ms = [m for e in group for t, m, _ in e["answers"] if lo <= t < hi]
         items = sum(1 for e in group for t, _, i in e["answers"] if lo <= t < hi and i)
-        why = Counter(f"{s.get('state')}/{s.get('stopReason')}" for e in group
-                      for s in e["statuses"] if lo <= s["t"] < hi)  # fmt: skip
-        return {"from_s": round(lo, 1), "to_s": round(hi, 1), "answered": len(ms),
-                "with_completion": items, "p50_ms": _ms(ms, 50), "p95_ms": _ms(ms, 95),
-                "p99_ms": _ms(ms, 99), "states": dict(why.most_common())}  # fmt: skip
+        why = Counter(
+            f"{s.get('state')}/{s.get('stopReason')}"
+            for e in group
+            for s in e["statuses"]
+            if lo <= s["t"] < hi
+        )
+        return {
+            "from_s": round(lo, 1),
+            "to_s": round(hi, 1),
+            "answered": len(ms),
+            "with_completion": items,
+            "p50_ms": _ms(ms, 50),
+            "p95_ms": _ms(ms, 95),
+            "p99_ms": _ms(ms, 99),
+            "states": dict(why.most_common()),
+        }
 
     restart_at = restart[0] if restart else end
     out: dict[str, Any] = {
@@ -604,8 +633,10 @@ def fault_figures(
 
         # Back: the editor's fimlsp answered from the model again (state ready);
         # served: it got a completion. Seconds after the server's health came back.
-        back = [first_after([s["t"] for s in e["statuses"] if s.get("state") == "ready"])
-                for e in editors]  # fmt: skip
+        back = [
+            first_after([s["t"] for s in e["statuses"] if s.get("state") == "ready"])
+            for e in editors
+        ]
         served = [first_after([t for t, _, items in e["answers"] if items]) for e in editors]
         back_s = [b for b in back if b is not None]
         served_s = [f for f in served if f is not None]
@@ -727,10 +758,18 @@ def run_level(
     return row
 
 
+def _save(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """Write ``--out`` (after every level: a run stopped by a time limit keeps its rows)."""
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=1) + "\n")
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     levels = [int(n) for n in args.editors.split(",") if n.strip()]
     fault_editors = args.fault_editors or max([n for n in levels if n <= 16] or [min(levels)])
     most = max([*levels, fault_editors if args.faults else 0])
+    started = time.perf_counter()
     files = corpus_paths(args)
     rng = random.Random(args.seed)
     paths = [str(f.path) for f in rng.sample(files, min(len(files), 400))]
@@ -755,30 +794,55 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     try:
         settings = editor_settings(args, server.url)
-        started = time.perf_counter()
+        launched = time.perf_counter()
         drivers = Drivers(most, args.drivers or default_drivers(most), settings, paths, logs)
         meta["drivers"] = len(drivers.conns)
-        meta["editors_start_s"] = round(time.perf_counter() - started, 1)
+        meta["editors_start_s"] = round(time.perf_counter() - launched, 1)
         try:
             for n in levels:
+                if not _fits(args, started, args.seconds, meta, f"{n} editors"):
+                    continue
                 rows.append(run_level(drivers, server, args, n, args.seconds))
                 rows[-1]["slots"] = server.slots
                 _progress(rows[-1])
-            if args.faults:
-                big = big_file([CorpusFile(Path(p).name, Path(p)) for p in paths],
-                               args.big_file_bytes, logs)  # fmt: skip
+                _save(args, {"meta": meta, "rows": rows})
+            if args.faults and _fits(args, started, args.fault_seconds, meta, "faults"):
+                big = big_file(
+                    [CorpusFile(Path(p).name, Path(p)) for p in paths], args.big_file_bytes, logs
+                )
                 restart = args.fault_seconds * RESTART_AT if server.running is not None else None
-                row = run_level(drivers, server, args, fault_editors, args.fault_seconds, big,
-                                restart)  # fmt: skip
+                row = run_level(
+                    drivers, server, args, fault_editors, args.fault_seconds, big, restart
+                )
                 row["slots"] = server.slots
                 row["faults"]["big_file_bytes"] = big.stat().st_size
                 rows.append(row)
                 _progress(row)
+                _save(args, {"meta": meta, "rows": rows})
         finally:
             drivers.close()
     finally:
         server.stop()
     return {"meta": meta, "rows": rows}
+
+
+#: Seconds a level costs beyond its typing time (start, the last answers, the checks).
+LEVEL_OVERHEAD_S = 12.0
+
+
+def _fits(
+    args: argparse.Namespace, started: float, seconds: float, meta: dict[str, Any], what: str
+) -> bool:
+    """Whether a level of ``seconds`` fits in what is left of ``--budget-s`` (else it is
+    skipped, and ``meta["skipped"]`` says so)."""
+    if not args.budget_s:
+        return True
+    left = args.budget_s - (time.perf_counter() - started)
+    if left >= seconds + LEVEL_OVERHEAD_S:
+        return True
+    meta.setdefault("skipped", []).append(what)
+    print(f"bench.team_load: SKIPPED {what}: {left:.0f} s of the budget left", file=sys.stderr)
+    return False
 
 
 def default_drivers(editors: int) -> int:
@@ -806,8 +870,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m bench.team_load",
         description="Many fimlsp editors typing at once against one inference server.",
     )
-    p.add_argument("paths", nargs="*", metavar="PATHS", help="files or directories "
-                   "(default: the standard library without its tests)")  # fmt: skip
+    p.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATHS",
+        help="files or directories (default: the standard library without its tests)",
+    )
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument(
         "--model", help="a GGUF to serve (or tiny), with a llama-server started here"
@@ -837,11 +905,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--deadline-ms", type=int, default=3000)
     p.add_argument("--typing-ms", type=float, default=80.0)
     p.add_argument("--cancel", choices=["explicit", "supersede"], default="explicit")
-    p.add_argument("--model-vocab", help="modelVocab for the editors (default: none, the "
-                   "server describes its vocabulary)")  # fmt: skip
-    p.add_argument("--setting", action="append", default=[], metavar="KEY=JSON",
-                   help="another fimlsp setting for every editor")  # fmt: skip
+    p.add_argument(
+        "--model-vocab",
+        help="modelVocab for the editors (default: none, the server describes its vocabulary)",
+    )
+    p.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="another fimlsp setting for every editor",
+    )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--budget-s",
+        type=float,
+        default=0.0,
+        help="skip the levels that would end past this many seconds (0: none)",
+    )
     p.add_argument("--out", type=Path, help="write the JSON here")
     p.add_argument("--json", action="store_true", help="print the JSON")
     return p
@@ -855,9 +936,7 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     except (BuildUnavailable, BuildFailed, RuntimeError) as exc:
         print(f"bench.team_load: {exc}", file=sys.stderr)
         return 2
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=1) + "\n")
+    _save(args, report)
     if args.json:
         print(json.dumps(report, indent=1), file=out)
     else:
