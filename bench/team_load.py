@@ -20,11 +20,11 @@ cancel, the deadline, read-ahead, the outage backoff.  The editors are spread ov
 ``--drivers`` client processes (an asyncio loop each), so that the clients' own loop does
 not become the bottleneck at 64 editors; each driver's loop lag is reported.
 
-The tool starts ``llama-server`` itself (``--model``; ``tiny`` is ``bench.remote``'s tiny
-random-weight model) with ``--parallel`` slots of ``--slot-ctx`` tokens, as many as fit:
-it halves the slots until the server starts), or uses the one at ``--server-url``
-(restarts are then skipped).  Per load level (``--editors``), the first N editors type
-for ``--seconds``; one JSON row per level:
+The tool starts ``llama-server`` itself (``--model``; ``tiny`` is ``bench.remote``'s
+tiny random-weight model, ``tiny-stopping`` the same biased to stop) with ``--parallel``
+slots of ``--slot-ctx`` tokens, as many as fit: it halves the slots until the server
+starts), or uses the one at ``--server-url`` (restarts are then skipped). Per load level
+(``--editors``), the first N editors type for ``--seconds``; one JSON row per level:
 
 * ``latency_p50_ms`` / ``p95`` / ``p99``: request to answer, over answered requests
   (cancelled ones excluded), pooled over editors; ``worst_editor_p95_ms``;
@@ -39,13 +39,14 @@ for ``--seconds``; one JSON row per level:
 * ``valid``: every answered middle, put between its left and right, parses with
   ``ast.parse`` (``middles_checked``, ``middles_invalid``).
 
-``--faults`` adds a level of ``--fault-editors`` editors for ``--fault-seconds`` in which
-editor 0 switches to a ``--big-file-bytes`` file (2 MB; it opens it afresh for every
-typing session) at a fifth of the time and llama-server is stopped and started again
-on its port at two fifths: latencies of the other editors per window (before, with the big
-file, after the restart), the big file's own, whether any editor hung (a reply missing
-long after every deadline), and each editor's time from the server's return to its first
-completion.
+``--warmup-s`` first lets every editor type that long (a row of kind ``warmup``): the
+levels then see warm processes. ``--faults`` adds a level of ``--fault-editors`` editors
+for ``--fault-seconds`` in which editor 0 switches to a ``--big-file-bytes`` file (2 MB;
+it opens it afresh for every typing session) at a fifth of the time and llama-server is
+stopped and started again on its port at two fifths: latencies of the other editors per
+window (before, with the big file, after the restart), the big file's own, whether any
+editor hung (a reply missing long after every deadline), and each editor's time from the
+server's return to its first completion.
 
 ``--out`` writes ``{"meta": ..., "rows": [...]}``; ``bench/gpu/team_report.py`` turns such
 files into a summary and a plot.
@@ -57,12 +58,14 @@ import argparse
 import ast
 import asyncio
 import contextlib
+import ctypes
 import json
 import math
 import multiprocessing
 import os
 import random
 import shlex
+import signal
 import statistics
 import sys
 import tempfile
@@ -187,7 +190,13 @@ async def start_editor(index: int, settings: dict[str, Any], log_dir: Path) -> E
 
     log_file = log_dir / f"fimlsp-editor-{index}.log"
     await client.start_io(
-        sys.executable, "-m", "lsp_server.cli", "--stdio", "--log-file", str(log_file)
+        sys.executable,
+        "-m",
+        "lsp_server.cli",
+        "--stdio",
+        "--log-file",
+        str(log_file),
+        preexec_fn=_die_with_parent,
     )
     await client.initialize_async(
         types.InitializeParams(
@@ -199,6 +208,13 @@ async def start_editor(index: int, settings: dict[str, Any], log_dir: Path) -> E
     if status["state"] != EngineState.READY:
         raise RuntimeError(f"editor {index}: the server has no model: {status.get('message')}")
     return editor
+
+
+def _die_with_parent() -> None:
+    """In the editor's process before it runs: SIGTERM when its driver dies (Linux), so a
+    driver killed mid-run leaves no fimlsp behind."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 @dataclass(frozen=True)
@@ -469,11 +485,13 @@ class Server:
 
 
 def model_file(spec: str) -> Path:
-    """``tiny``: bench.remote's tiny random-weight model; else a GGUF path."""
-    if spec == "tiny":
-        from testmodels.tiny import tiny_model_cached
+    """``tiny``: bench.remote's tiny random-weight model; ``tiny-stopping``: the same, with
+    the end token and closers favoured (``testmodels.tiny.STOPPING_MODEL``: it completes);
+    else a GGUF path."""
+    if spec in ("tiny", "tiny-stopping"):
+        from testmodels.tiny import STOPPING_MODEL, tiny_model_cached
 
-        return tiny_model_cached("starcoder")
+        return tiny_model_cached("starcoder", **(STOPPING_MODEL if spec != "tiny" else {}))
     path = Path(spec).expanduser()
     if not path.is_file():
         raise SystemExit(f"--model {spec}: no such file")
@@ -716,6 +734,7 @@ def run_level(
     seconds: float,
     big: Path | None = None,
     restart_at_s: float | None = None,
+    seed: int | None = None,
 ) -> dict[str, Any]:
     """One level: every driver's editors below ``editors`` type for ``seconds``; the
     server restarted ``restart_at_s`` in when asked (and started here)."""
@@ -723,7 +742,7 @@ def run_level(
         editors=editors,
         start=time.perf_counter() + 1.0,
         seconds=seconds,
-        seed=args.seed + editors,
+        seed=args.seed + editors if seed is None else seed,
         typing_ms=args.typing_ms,
         cancel=args.cancel,
         grace_s=args.deadline_ms / 1e3 + HANG_GRACE_S,
@@ -799,6 +818,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         meta["drivers"] = len(drivers.conns)
         meta["editors_start_s"] = round(time.perf_counter() - launched, 1)
         try:
+            if args.warmup_s and _fits(args, started, args.warmup_s, meta, "warm-up"):
+                # every editor once, unrecorded in the load rows: first-use costs (parser
+                # tables, token index, the server's first prompts) out of the levels
+                warm = run_level(drivers, server, args, most, args.warmup_s, seed=args.seed - 1)
+                rows.append({**warm, "kind": "warmup", "slots": server.slots})
+                _progress(rows[-1])
             for n in levels:
                 if not _fits(args, started, args.seconds, meta, f"{n} editors"):
                     continue
@@ -897,6 +922,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--server-args", default="", help="more llama-server arguments ('--n-gpu-layers 999')"
     )
     p.add_argument("--drivers", type=int, default=0, help="client processes (default: 1 per 16)")
+    p.add_argument(
+        "--warmup-s",
+        type=float,
+        default=0.0,
+        help="first, every editor types this long, reported apart (kind warmup)",
+    )
     p.add_argument("--faults", action="store_true", help="add the fault level")
     p.add_argument("--fault-editors", type=int, default=0, help="default: the largest level <= 16")
     p.add_argument("--fault-seconds", type=float, default=40.0)

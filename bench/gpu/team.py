@@ -2,7 +2,7 @@
 
 Usage (on the device, from the repository's root, ``.gpu_payload`` carried)::
 
-    bash bench/gpu/team.sh [--out DIR] [--budget-s 530] [--seconds 20] [--cpu-smoke]
+    bash bench/gpu/team.sh [--out DIR] [--budget-s 530] [--seconds 15] [--cpu-smoke]
 
 Each phase is timed and skipped, with a message, when what is left of ``--budget-s``
 would not hold it; the runs go in order of what the issue needs most:
@@ -45,8 +45,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 #: The GPU server's arguments: every layer on the GPU, flash attention.
 GPU_SERVER_ARGS = "--n-gpu-layers 999 --flash-attn on"
-#: Seconds a team_load run costs beyond its levels: the server's and editors' start.
-STARTUP_S = 45.0
+#: Seconds a team_load run costs beyond its levels: the server's start, and each editor's
+#: (a fimlsp process, its imports and its first questions to the server).
+STARTUP_S, STARTUP_PER_EDITOR_S = 15.0, 0.5
 #: Seconds a level costs beyond its typing time.
 LEVEL_S = 12.0
 #: Seconds kept for the report at the end.
@@ -147,13 +148,23 @@ def team_load(
     extra: Sequence[str],
     server_args: str,
 ) -> None:
-    """One ``bench.team_load`` run, within what is left (it skips its own last levels)."""
+    """One ``bench.team_load`` run, given the time it should take (at most what is left:
+    then it skips its own last levels)."""
     levels = [n for n in editors.split(",") if n]
     faults = "--faults" in extra
-    need_one = STARTUP_S + seconds + LEVEL_S
-    if not ph.fits(phase, need_one):
+    startup = STARTUP_S + STARTUP_PER_EDITOR_S * max(int(n) for n in levels)
+    if not ph.fits(phase, startup + seconds + LEVEL_S):
         return
-    budget = ph.left()
+    warm = float(extra[extra.index("--warmup-s") + 1]) if "--warmup-s" in extra else 0.0
+    fault_s = float(extra[extra.index("--fault-seconds") + 1]) if faults else 0.0
+    need = (
+        startup
+        + len(levels) * (seconds + LEVEL_S)
+        + (warm + LEVEL_S if warm else 0.0)
+        + (fault_s + LEVEL_S if faults else 0.0)
+        + 20.0
+    )
+    budget = min(ph.left(), need)
     cmd = [
         sys.executable,
         "-m",
@@ -184,8 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.gpu.team")
     p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "team-out")))
     p.add_argument("--budget-s", type=float, default=530.0)
-    p.add_argument("--seconds", type=float, default=20.0, help="typing time per level")
-    p.add_argument("--fault-seconds", type=float, default=36.0)
+    p.add_argument("--seconds", type=float, default=15.0, help="typing time per level")
+    p.add_argument("--fault-seconds", type=float, default=30.0)
     p.add_argument("--cpu-smoke", action="store_true")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -227,12 +238,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     model_big = folder / f"{big}.gguf" if not smoke else Path("tiny")
     server_args = "" if smoke else GPU_SERVER_ARGS
     s, fs = (4.0, 14.0) if smoke else (args.seconds, args.fault_seconds)
+    warm = ["--warmup-s", "2" if smoke else "8"]
     outs = []
 
     # 2. the 1.5B shape: every level, then the faults
     levels = "1,2" if smoke else "1,4,16,64"
     out = args.out / f"team-{small}.json"
     fault_args = [
+        *warm,
         "--faults",
         "--fault-editors",
         "2" if smoke else "16",
@@ -257,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             out,
             "2" if smoke else "16",
             s,
-            ["--server-api", "openai"],
+            ["--server-api", "openai", *warm],
             server_args,
         )
         outs.append(out)
@@ -266,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.out / f"team-{big}.json"
     if not smoke and model_big.is_file():
         levels = "16,64" if ph.left() < STARTUP_S + 3 * (s + LEVEL_S) + 60 else "1,16,64"
-        team_load(ph, f"team-{big}", model_big, binary, out, levels, s, [], server_args)
+        team_load(ph, f"team-{big}", model_big, binary, out, levels, s, warm, server_args)
         outs.append(out)
     return finish(ph, args.out, [o for o in outs if o.is_file()], smoke)
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 33 on the GPU machine in one command (bench/gpu/team.py says what it runs):
-#     bash bench/gpu/team.sh [--out DIR] [--budget-s 530] [--seconds 20] [--cpu-smoke]
+#     bash bench/gpu/team.sh [--out DIR] [--budget-s 530] [--seconds 15] [--cpu-smoke]
 # The payload's wheels (pygls, lsprotocol, cattrs, ...) go into a private folder first on
 # PYTHONPATH where the image lacks them; the results go to $OUT.
 set -uo pipefail
