@@ -157,7 +157,20 @@ def summary(
         lines += _table(loads)
         k = knee(loads)
         at = next((r for r in loads if r["editors"] == TARGET_EDITORS), None)
-        lines += ["", f"Knee: {k} editors." if k else "Knee: not reached at these levels."]
+        if k is None:
+            lines += ["", "Knee: not reached at these levels."]
+        elif k == loads[0]["editors"]:
+            lines += [
+                "",
+                f"Knee: p95 above {TARGET_P95_MS:.0f} ms from the lightest level on "
+                f"({k} editor(s)).",
+            ]
+        else:
+            lines += [
+                "",
+                f"Knee: {k} editors (p95 past {TARGET_P95_MS:.0f} ms and twice the "
+                "lightest level's).",
+            ]
         if at is not None:
             met = (at["latency_p95_ms"] or math.inf) <= TARGET_P95_MS and at["valid"]
             lines.append(
