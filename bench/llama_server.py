@@ -3,6 +3,7 @@
 Usage::
 
     python -m bench.llama_server [--print-path] [--sdist PATH] [--jobs N] [--rebuild]
+        [--source LLAMA_CPP_DIR] [--cuda] [--cmake-arg ARG ...]
     python -m bench.llama_server --serve MODEL.gguf [--parallel N] [--api-key KEY]
 
 The remote backend talks to inference servers; the tests and benchmarks need a real one
@@ -49,6 +50,7 @@ from lsp_server.model.cache import cache_dir
 
 __all__ = [
     "BUILD_FLAGS",
+    "CUDA_FLAGS",
     "BuildFailed",
     "BuildUnavailable",
     "LlamaServer",
@@ -58,6 +60,7 @@ __all__ = [
     "llama_cpp_version",
     "running_llama_server",
     "start_llama_server",
+    "vendored_path",
 ]
 
 #: CMake flags of the build: portable (no -march=native), one static binary, nothing but
@@ -77,6 +80,9 @@ BUILD_FLAGS: tuple[str, ...] = (
     "-DLLAMA_USE_PREBUILT_UI=OFF",
     "-DLLAMA_BUILD_COMMON=ON",
 )
+#: The same build with llama.cpp's CUDA backend, for Hopper (H100, H200): one
+#: architecture only, since every CUDA architecture multiplies the kernels' compile time.
+CUDA_FLAGS: tuple[str, ...] = (*BUILD_FLAGS, "-DGGML_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=90")
 TARGET = "llama-server"
 _VENDOR = "vendor/llama.cpp/"
 #: Folders of ``vendor/llama.cpp`` no part of the server's build reads (test models,
@@ -137,8 +143,10 @@ def cached_binary(
     return binary if binary.is_file() and os.access(binary, os.X_OK) else None
 
 
-def _missing_tools() -> list[str]:
+def _missing_tools(flags: Sequence[str] = ()) -> list[str]:
     missing = [tool for tool in ("cmake",) if shutil.which(tool) is None]
+    if "-DGGML_CUDA=ON" in flags and shutil.which("nvcc") is None:
+        missing.append("nvcc (the CUDA toolkit)")
     if not any(
         shutil.which(cxx) for cxx in (os.environ.get("CXX", ""), "c++", "g++", "clang++") if cxx
     ):
@@ -186,20 +194,27 @@ def locate_sdist(version: str, sdist: Path | None, into: Path, log: Callable[[st
     return found[0]
 
 
+def vendored_path(name: str) -> str | None:
+    """A member of the sdist (``top/vendor/llama.cpp/...``): its path in llama.cpp if the
+    server's build reads it, else None."""
+    _, _, rest = name.partition("/")
+    if not rest.startswith(_VENDOR):
+        return None
+    inner = rest[len(_VENDOR) :]
+    return None if any(inner.startswith(skip) for skip in _SKIPPED) else inner
+
+
 def extract_vendored(sdist: Path, dest: Path) -> Path:
     """Extract the parts of ``vendor/llama.cpp`` the build reads; return its root."""
     root: Path | None = None
     try:
         with tarfile.open(sdist, "r:*") as tar:
             for member in tar:
-                top, _, rest = member.name.partition("/")
-                if not rest.startswith(_VENDOR):
-                    continue
-                inner = rest[len(_VENDOR) :]
-                if any(inner.startswith(skip) for skip in _SKIPPED):
+                if vendored_path(member.name) is None:
                     continue
                 if not (member.isfile() or member.isdir()):
                     continue  # links and devices: none are needed
+                top = member.name.partition("/")[0]
                 tar.extract(member, dest, filter="data")
                 root = dest / top / _VENDOR.rstrip("/")
     except (OSError, tarfile.TarError) as exc:
@@ -237,56 +252,43 @@ def build_llama_server(
     rebuild: bool = False,
     root: Path | None = None,
     flags: Sequence[str] = BUILD_FLAGS,
+    source: Path | None = None,
     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
 ) -> Path:
     """Build ``llama-server`` once into the cache and return the binary's path.
 
+    The sources are the sdist's ``vendor/llama.cpp``, or ``source``: a llama.cpp tree
+    (the GPU payload's trimmed copy), cached under its folder's name.
     Raises ``BuildUnavailable`` where it cannot be built here (no CMake or compiler, no
     source distribution) and ``BuildFailed`` when the build itself fails.
     """
-    version = llama_cpp_version() if sdist is None else _sdist_version(sdist)
+    if source is not None:
+        version = f"source-{source.resolve().name}"
+    else:
+        version = llama_cpp_version() if sdist is None else _sdist_version(sdist)
     folder = _build_dir(version, flags, root)
     binary = folder / "bin" / TARGET
     with _locked(folder.with_name(folder.name + ".lock")):
         if not rebuild and cached_binary(version, flags, root) is not None:
             return binary
-        missing = _missing_tools()
+        missing = _missing_tools(flags)
         if missing:
             raise BuildUnavailable(f"cannot build llama-server: {', '.join(missing)} not found")
         folder.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="build-", dir=folder) as tmp:
             work = Path(tmp)
-            source = locate_sdist(version, sdist, (root or cache_dir()) / "sdist", log)
-            log(f"extracting llama.cpp from {source}")
-            src = extract_vendored(source, work / "src")
-            build = work / "build"
-            generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+            if source is not None:
+                if not (source / "CMakeLists.txt").is_file():
+                    raise BuildUnavailable(f"{source} is no llama.cpp tree (no CMakeLists.txt)")
+                src = source.resolve()
+            else:
+                found = locate_sdist(version, sdist, (root or cache_dir()) / "sdist", log)
+                log(f"extracting llama.cpp from {found}")
+                src = extract_vendored(found, work / "src")
             log_path = folder / "build.log"
-            log(
-                f"building {TARGET} from llama-cpp-python {version} with {jobs} jobs "
-                f"(log: {log_path})"
-            )
-            with log_path.open("w") as log_file:
-                _run_logged(
-                    ["cmake", "-S", str(src), "-B", str(build), *generator, *flags], work, log_file
-                )
-                _run_logged(
-                    [
-                        "cmake",
-                        "--build",
-                        str(build),
-                        "--target",
-                        TARGET,
-                        "--parallel",
-                        str(max(1, jobs)),
-                    ],
-                    work,
-                    log_file,
-                )
-            built = next((p for p in (build / "bin" / TARGET, build / TARGET) if p.is_file()), None)
-            if built is None:
-                raise BuildFailed(f"the build produced no {TARGET}; see {log_path}")
+            log(f"building {TARGET} from {version} with {jobs} jobs (log: {log_path})")
+            built = _compile(src, work / "build", flags, jobs, log_path)
             binary.parent.mkdir(parents=True, exist_ok=True)
             tmp_binary = binary.with_name(TARGET + ".tmp")
             shutil.copy2(built, tmp_binary)
@@ -298,10 +300,28 @@ def build_llama_server(
     return binary
 
 
+def _compile(src: Path, build: Path, flags: Sequence[str], jobs: int, log_path: Path) -> Path:
+    """Configure (Ninja where installed) and build the server target; the built binary."""
+    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    with log_path.open("w") as log_file:
+        _run_logged(
+            ["cmake", "-S", str(src), "-B", str(build), *generator, *flags], build.parent, log_file
+        )
+        _run_logged(
+            ["cmake", "--build", str(build), "--target", TARGET, "--parallel", str(max(1, jobs))],
+            build.parent,
+            log_file,
+        )
+    built = next((p for p in (build / "bin" / TARGET, build / TARGET) if p.is_file()), None)
+    if built is None:
+        raise BuildFailed(f"the build produced no {TARGET}; see {log_path}")
+    return built
+
+
 def _sdist_version(sdist: Path) -> str:
     """``1.2.3`` from ``llama_cpp_python-1.2.3.tar.gz``."""
     name = sdist.name
-    for suffix in (".tar.gz", ".tgz", ".zip"):
+    for suffix in (".tar.gz", ".tar.xz", ".tgz", ".zip"):
         name = name.removesuffix(suffix)
     stem, _, version = name.rpartition("-")
     if not stem or not version:
@@ -478,6 +498,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--sdist", type=Path, help="llama-cpp-python source distribution")
     parser.add_argument("--jobs", type=int, default=2, help="parallel compile jobs (2)")
+    parser.add_argument(
+        "--source", type=Path, help="a llama.cpp source tree to build instead of the sdist's"
+    )
+    parser.add_argument(
+        "--cuda", action="store_true", help="with the CUDA backend for Hopper (CUDA_FLAGS)"
+    )
+    parser.add_argument(
+        "--cmake-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="one more CMake argument (repeatable; part of the cache key)",
+    )
     parser.add_argument("--rebuild", action="store_true", help="build even if cached")
     parser.add_argument("--serve", type=Path, metavar="MODEL", help="run a server on MODEL")
     parser.add_argument("--parallel", type=int, default=1)
@@ -485,7 +518,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--api-key")
     args = parser.parse_args(argv)
     try:
-        binary = build_llama_server(args.sdist, jobs=args.jobs, rebuild=args.rebuild)
+        binary = build_llama_server(
+            args.sdist,
+            jobs=args.jobs,
+            rebuild=args.rebuild,
+            source=args.source,
+            flags=(*(CUDA_FLAGS if args.cuda else BUILD_FLAGS), *args.cmake_arg),
+        )
     except BuildUnavailable as exc:
         print(f"llama-server unavailable: {exc}", file=sys.stderr)
         return 2

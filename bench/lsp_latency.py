@@ -269,9 +269,11 @@ async def _type(
     files: Sequence[CorpusFile],
     rng: random.Random,
     tally: Tally,
+    typist: Typist | None = None,
 ) -> None:
-    """Typing sessions in random files of the corpus until ``--requests`` are sent."""
-    typist = Typist(client, args, tally)
+    """Typing sessions in random files of the corpus until ``--requests`` are sent
+    (``typist``: one that records more, as ``bench.team_load``'s does)."""
+    typist = typist or Typist(client, args, tally)
     opened: set[str] = set()
     while tally.requests < args.requests:
         corpus_file = rng.choice(files)

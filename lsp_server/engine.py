@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from .documents import TextSnapshot
 from .model import Backend, FimModel, ModelError, describe_spec, resolve_model
 from .model.local.threads import suitable_threads
-from .model.remote import is_server_url, open_remote
+from .model.remote import RemoteCounters, is_server_url, open_remote
 from .model.remote.server_api import ServerAvailability, ServerError, ServerHTTPError
 from .planner import Planner
 from .prompt_budget import PromptBudget, ReadSpeed
@@ -174,6 +174,7 @@ class Engine:
                 "cancelled": self.cancelled,
                 "shared": self.shared,
                 **self.read_ahead.counters(),
+                **_remote_traffic(self.model),
             }
 
     def _set_state(self, state: EngineState, message: str) -> None:
@@ -365,6 +366,23 @@ class Engine:
         with self._lock:
             if self._latest.get(request.uri) is request:
                 del self._latest[request.uri]
+
+
+def _remote_traffic(model: Backend | None) -> dict[str, int]:
+    """An inference server's backend: the requests it sent (``remoteRequests``: streams,
+    one per rejected token, probes, prefills), so that a team's load test can count
+    requests per completion. Plain ints read across threads; they start again from 0
+    when the backend is opened again (after an outage)."""
+    counters = getattr(model, "counters", None)
+    if not isinstance(counters, RemoteCounters):
+        return {}
+    return {
+        "remoteGenerations": counters.generations,
+        "remoteRequests": counters.requests,
+        "remoteRejected": counters.rejected,
+        "remoteProbes": counters.probes,
+        "remotePrefills": counters.prefills,
+    }
 
 
 def _wake() -> None:

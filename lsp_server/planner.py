@@ -424,6 +424,8 @@ def _result_figures(result: Completion, single: bool) -> dict[str, Any]:
         "tokens": result.tokens,
         "tokensPerSecond": round(t.tokens_per_s or 0.0, 1),
         "parserUsPerToken": round(t.parser_us_per_token_median or 0.0, 1),
+        # the whole generation's time in the quotient (steering included), per request
+        "parserMs": round((sum(result.parser_us) + sum(result.steer_us)) / 1e3, 3),
         "steeredTokens": result.steered,
         "rescuedSteps": result.rescued,
     }

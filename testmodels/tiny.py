@@ -48,6 +48,7 @@ __all__ = [
     "BUNDLED_VOCABS",
     "FAMILIES",
     "FIM_TOKEN_TEXTS",
+    "STOPPING_MODEL",
     "build_tiny_model",
     "extract_vocabs",
     "family_report",
@@ -58,6 +59,15 @@ __all__ = [
 ]
 
 VOCAB_DIR = Path(__file__).with_name("vocab")
+
+#: ``build_tiny_model`` arguments of a tiny model that wants to stop: end-of-sequence above
+#: all, then closers.  Constrained decoding ends at the first complete middle, so its users
+#: (the tests, ``bench.team_load --model tiny-stopping``) see completions; with plain random
+#: weights almost none would end in time.
+STOPPING_MODEL: dict[str, Any] = {
+    "stop_bias": 30.0,
+    "token_bias": {")": 25.0, "]": 24.0, "}": 23.0, " x": 20.0, "\n": 15.0},
+}
 
 #: Vocabularies shipped (xz-compressed) in ``vocab/``: name -> sha256 of the plain GGUF.
 BUNDLED_VOCABS: dict[str, str] = {

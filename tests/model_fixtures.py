@@ -18,7 +18,7 @@ pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
 pytest.importorskip("gguf", reason="the gguf package is not installed")
 
 from lsp_server.model.local.llm import FimModel
-from testmodels.tiny import build_tiny_model
+from testmodels.tiny import STOPPING_MODEL, build_tiny_model
 
 TinyFactory = Callable[..., Path]
 
@@ -82,15 +82,6 @@ def tiny_factory(model_cache: Path) -> TinyFactory:
 def tiny_model_path(tiny_factory: TinyFactory) -> Path:
     """The default tiny model: StarCoder vocabulary, 2 layers, 64 wide."""
     return tiny_factory("starcoder")
-
-
-#: A tiny model that wants to stop: end-of-sequence above all, then closers.  Constrained
-#: decoding ends at the first complete middle, so tests see completions; with plain
-#: random weights almost none would end in time.
-STOPPING_MODEL = {
-    "stop_bias": 30.0,
-    "token_bias": {")": 25.0, "]": 24.0, "}": 23.0, " x": 20.0, "\n": 15.0},
-}
 
 
 @pytest.fixture(scope="session")
