@@ -50,7 +50,8 @@ def search(
     weight: float = 3.0,
     crossing: bool = True,
 ) -> Witness:
-    """A shortest (or near-shortest) finish of ``start``, best first.
+    """A shortest (or near-shortest) finish of ``start``, best first; ``analysis`` is
+    the finish analysis of ``start``'s quotient (``Quotient.finish``).
 
     Two A* searches with the lower bound as heuristic (children are fed
     and bounded only when taken from the queue; states that accept the
