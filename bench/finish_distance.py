@@ -54,8 +54,7 @@ from bench.harness import add_corpus_arguments, rounded_percentile, with_progres
 from bench.oracle import Oracle, OracleFailure
 from bench.quotient_check import CUT_KINDS, Corpus, Cut, make_cuts
 from quotient_parser.finish import INFINITE
-from quotient_parser.inside import InsideState
-from quotient_parser.quotient import Quotient, QuotientBuilder, QuotientState
+from quotient_parser.quotient import InsideState, Quotient, QuotientBuilder, QuotientState
 from quotient_parser.yields import yield_tables
 
 #: A token-like piece of a middle: a word or a run of punctuation with at most

@@ -24,6 +24,7 @@ __all__ = [
     "last_line",
     "last_line_start",
     "line_end_offsets",
+    "line_ends_and_end",
     "split_lines",
 ]
 
@@ -54,6 +55,15 @@ def line_end_offsets(text: str) -> list[int]:
     if "\r" not in text:
         return list(accumulate(map((1).__add__, map(len, text.split("\n")[:-1]))))
     return [m.end() for m in LINE_END_RE.finditer(text)]
+
+
+def line_ends_and_end(text: str) -> list[int]:
+    """Offsets just after each line end of ``text``, plus its end: where text fed line
+    by line is cut."""
+    ends = line_end_offsets(text)
+    if not ends or ends[-1] != len(text):
+        ends.append(len(text))
+    return ends
 
 
 def count_line_ends(text: str) -> int:

@@ -5,13 +5,10 @@ For a quotient state (left context L, middle m so far, right context R) the
 module.  A steering decoder asks at every step whether a finish can still be
 reached within its budget and which candidate brings one closer, so
 :class:`FinishAnalysis` (one per quotient, ``Quotient.finish``) gives
-
-``lower_bound(state)``
-    a number never above the distance, from the grammar (``yields.py``),
-    the Earley chart of ``L + m`` (``chart_distance.py``), the lexer state
-    and what R needs; cheap and memoised per state;
-``search(state)``
-    a witness ``w`` checked by the quotient (``witness.py``).
+``lower_bound(state)``: a number never above the distance, from the grammar
+(``yields.py``), the Earley chart of ``L + m`` (``chart_distance.py``), the
+lexer state and what R needs; cheap and memoised per state.  The witness
+search (``witness.py``) takes it as its heuristic.
 
 How the bound is made
 ---------------------
@@ -46,25 +43,26 @@ R's symbols before it taken as free).  Inside an f-string it is 0.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lexer import LexState
 from lexer.text import INDENT_CHARS, indentation, indentation_column, last_line
 
 from .chart_distance import chart_distances
 from .earley import Chart
+from .language import QuotientLanguage
+from .pending_text import comment_or_continuation, open_string_head, past_continuations
 from .recognizer import SymbolClassifier
 from .suffix import StartMode, lex_in_mode, start_modes_that_end, string_heads
 from .yields import INFINITE, YieldTables, yield_tables
 
 if TYPE_CHECKING:
-    from .quotient import Quotient, QuotientState
     from .recognizer import RecognizerState
-    from .witness import Witness
 
 __all__ = ["INFINITE", "FinishAnalysis", "RightView", "right_views", "string_view"]
 
@@ -273,49 +271,10 @@ _VIEWS: OrderedDict[tuple[tuple[int, int], str], list[RightView]] = OrderedDict(
 _VIEWS_KEPT = 8
 
 
-def comment_or_continuation(pending: str) -> bool:
-    """Whether the pending text is a comment, or a backslash whose line has not ended
-    (after any blanks and continuation lines: ``\\<newline>#`` is a comment)."""
-    blank = _past_continuations(pending)
-    return blank.startswith("#") or (
-        blank.startswith("\\") and "\n" not in blank and "\r" not in blank
-    )
-
-
-def _past_continuations(pending: str) -> str:
-    """``pending`` without its leading blanks and ended backslash continuations."""
-    blank = pending.lstrip(INDENT_CHARS)
-    while blank.startswith("\\"):
-        if blank.startswith("\\\r\n"):
-            blank = blank[3:].lstrip(INDENT_CHARS)
-        elif blank[1:2] in ("\n", "\r"):
-            blank = blank[2:].lstrip(INDENT_CHARS)
-        else:
-            break
-    return blank
-
-
-def open_string_head(pending: str) -> tuple[str, str] | None:
-    """(suffix head, closing quote) of a plain string literal still open in ``pending``."""
-    k = 0
-    while k < len(pending) and pending[k].isalpha():
-        k += 1
-    prefix = pending[:k].lower()
-    interpolated = "f" in prefix or "t" in prefix
-    if k >= len(pending) or pending[k] not in "'\"" or interpolated or len(prefix) > 2:
-        return None
-    quote = pending[k : k + 3] if pending[k : k + 3] in ("'''", '"""') else pending[k]
-    body = pending[k + len(quote) :]
-    if len(quote) == 1 and body.endswith(quote):
-        return None  # already closed (a complete literal still pending)
-    head = ("r" if "r" in prefix else "") + quote
-    return head, quote
-
-
 class FinishAnalysis:
     """Distances to a finish for the states of one quotient (``Quotient.finish``)."""
 
-    def __init__(self, quotient: Quotient):
+    def __init__(self, quotient: QuotientLanguage[Any]):
         # The quotient holds its analysis (``Quotient.finish``): held weakly, the pair is
         # freed by reference counting, not only by a full collection (the server makes
         # those rare: ``lsp_server/gc_pacing.py``).
@@ -341,7 +300,7 @@ class FinishAnalysis:
     unreachable = INFINITE
 
     @property
-    def quotient(self) -> Quotient:
+    def quotient(self) -> QuotientLanguage[Any]:
         """The quotient analysed (alive while its states are)."""
         quotient = self._quotient()
         assert quotient is not None, "a finish analysis outlived its quotient"
@@ -363,6 +322,12 @@ class FinishAnalysis:
                 _VIEWS.move_to_end(key)
             self._views = views
         return self._views
+
+    @functools.cached_property
+    def module_end(self) -> FinishAnalysis:
+        """The analysis of ``Quotient.module_end`` (the same left context, nothing
+        after it): the witness search crosses into a new statement through it."""
+        return FinishAnalysis(self.quotient.module_end)
 
     # -- the bound --------------------------------------------------------
 
@@ -399,7 +364,7 @@ class FinishAnalysis:
         if lex.fstring_quotes:
             return 0, 0  # inside an f-string: not analysed
         pending = lex.pending
-        blank = _past_continuations(pending)
+        blank = past_continuations(pending)
         if not pending or not blank or lex.pending_kinds() is None:
             if comment_or_continuation(pending):
                 if blank.startswith("#"):
@@ -466,21 +431,6 @@ class FinishAnalysis:
                 head,
             )
         return self._string_views[head]
-
-    # -- the search -------------------------------------------------------
-
-    def search(
-        self,
-        start: QuotientState,
-        *,
-        max_nodes: int = 2000,
-        max_seconds: float = 0.5,
-        within: int | None = None,
-    ) -> Witness:
-        """A shortest (or near-shortest) finish of ``start`` (``witness.search``)."""
-        from .witness import search
-
-        return search(self, start, max_nodes=max_nodes, max_seconds=max_seconds, within=within)
 
     def _views_bound(
         self,

@@ -42,7 +42,7 @@ Examples (``|`` the cursor)::
 Checking is incremental: a step whose text holds no closing bracket, quote
 or line break, from a state not at a line start, cannot escape (the lexer
 never holds a bracket pending), so only such steps are lexed again, to see
-the symbols they emit.
+the symbols they emit.  ``quotient.InsideState`` asks this at each step.
 """
 
 from __future__ import annotations
@@ -53,11 +53,10 @@ from lexer import LexError, LexState
 from lexer.tables import CLOSE_TO_OPEN, OPEN_BRACKETS
 from lexer.text import LINE_END_RE, indentation, indentation_column
 
-from .quotient import Quotient, QuotientState
 from .recognizer import RecognizerState
 from .suffix import lex_in_mode
 
-__all__ = ["Enclosure", "InsideState", "enclosure_at"]
+__all__ = ["Enclosure", "enclosure_at"]
 
 _OPEN = frozenset(OPEN_BRACKETS)
 _CLOSE = frozenset(CLOSE_TO_OPEN)
@@ -197,31 +196,3 @@ def enclosure_at(cursor: RecognizerState, right: str) -> Enclosure:
     else:
         blocks = len(levels)
     return Enclosure(depth, blocks, string_start)
-
-
-class InsideState(QuotientState):
-    """A quotient state that also remembers whether its middle escaped (``stay_inside``)."""
-
-    __slots__ = ("escaped",)
-
-    def __init__(self, quotient: Quotient, state: RecognizerState, escaped: bool):
-        super().__init__(quotient, state)
-        self.escaped = escaped
-
-    def feed(self, text: str) -> InsideState:
-        if not text:
-            return self
-        escaped = self.escaped or self.quotient.enclosure.escapes(self.state, text)
-        child = InsideState(self.quotient, self.state.feed(text), escaped)
-        self._child(child, text)
-        return child
-
-    @property
-    def viable(self) -> bool:
-        """Viable, and the middle has not left the construct at the cursor."""
-        return not self.escaped and super().viable
-
-    @property
-    def complete(self) -> bool:
-        """Complete, and the middle has not left the construct at the cursor."""
-        return not self.escaped and super().complete

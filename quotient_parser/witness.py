@@ -26,12 +26,12 @@ from lexer.tables import OPEN_TO_CLOSE
 from lexer.text import INDENT_CHARS, first_line, is_word_char
 
 from .earley import Chart
-from .finish import comment_or_continuation, open_string_head
-from .quotient import QuotientState
+from .finish import FinishAnalysis
+from .language import LanguageState
+from .pending_text import comment_or_continuation, open_string_head
 from .yields import INFINITE, YieldTables
 
 if TYPE_CHECKING:
-    from .finish import FinishAnalysis
     from .recognizer import RecognizerState
 
 __all__ = ["Witness", "search"]
@@ -41,7 +41,7 @@ _NONE = -1
 
 def search(
     analysis: FinishAnalysis,
-    start: QuotientState,
+    start: LanguageState,
     *,
     max_nodes: int = 2000,
     max_seconds: float = 0.5,
@@ -50,7 +50,8 @@ def search(
     weight: float = 3.0,
     crossing: bool = True,
 ) -> Witness:
-    """A shortest (or near-shortest) finish of ``start``, best first.
+    """A shortest (or near-shortest) finish of ``start``, best first; ``analysis`` is
+    the finish analysis of ``start``'s quotient (``Quotient.finish``).
 
     Two A* searches with the lower bound as heuristic (children are fed
     and bounded only when taken from the queue; states that accept the
@@ -96,7 +97,7 @@ def search(
                 return Witness(None, max(lower, cutoff), True, nodes)
             return Witness(None, lower, False, nodes)
         if crossing:
-            found, spent = _across_statement(start, max_nodes - nodes, deadline, cutoff)
+            found, spent = _across_statement(analysis, start, max_nodes - nodes, deadline, cutoff)
             nodes += spent
             if found is not None:
                 # the crossing may use insertions the light search's proof did not
@@ -122,7 +123,7 @@ def search(
 
 
 def _across_statement(
-    start: QuotientState, max_nodes: int, deadline: float, cutoff: int
+    analysis: FinishAnalysis, start: LanguageState, max_nodes: int, deadline: float, cutoff: int
 ) -> tuple[str | None, int]:
     """(a finish that crosses a statement boundary, or None; states expanded).
 
@@ -144,8 +145,8 @@ def _across_statement(
     # (the whole finish is not claimed shortest), and split the way the main search
     # splits, a third of a steering search's budget left too few for a nest to close
     end = search(
-        ending.finish,
-        QuotientState(ending, start.state),
+        analysis.module_end,
+        ending.state_class(ending, start.state),
         max_nodes=max_nodes // 3,
         max_seconds=seconds / 3,
         first_share=1.0,
@@ -165,8 +166,8 @@ def _across_statement(
         return None, nodes
     # a first symbol alone first, at this line start or in a new block's first line
     right_line = first_line(quotient.right)
-    moves = _moves_of(quotient.finish)
-    tails = _line_tails(quotient.finish)
+    moves = _moves_of(analysis)
+    tails = _line_tails(analysis)
     for opener in ("", _BLOCK_OPENER):
         where = line_start.feed(opener)
         if not where.viable:
@@ -184,7 +185,7 @@ def _across_statement(
             if candidate.lands:
                 return head + opener + text, nodes
     rest = search(
-        quotient.finish,
+        analysis,
         line_start,
         max_nodes=max_nodes - nodes,
         max_seconds=deadline - time.monotonic(),
@@ -202,7 +203,7 @@ def _across_statement(
 _BLOCK_OPENER = "if x:\n"
 
 
-def _first_symbols(moves: _Moves, line_start: QuotientState, openers: str) -> list[str]:
+def _first_symbols(moves: _Moves, line_start: LanguageState, openers: str) -> list[str]:
     """Texts that begin a line at ``line_start`` with one symbol, shortest first: each
     line-start move, with a blank after it, a keyword with a name after it (``if x``
     before R's ``:``), and a word's prefixes (R's first line
@@ -268,7 +269,7 @@ def _openers_of(analysis: FinishAnalysis) -> str:
 
 @dataclass(frozen=True)
 class Witness:
-    """A finish found by :meth:`FinishAnalysis.search`.
+    """A finish found by :func:`search`.
 
     ``text`` completes the middle and lands (``state.feed(text).lands`` holds), or
     is None when none was found.  ``exact``: with a text, no shorter finish
@@ -504,17 +505,17 @@ def _whitespace(column: int, alt: int) -> str | None:
 
 #: A search queue entry: (priority, -g, counter, g, h, text, state, move); a
 #: child not yet fed has its parent's state and its move.
-_Entry = tuple[float, int, int, int, int, str, "QuotientState", str]
+_Entry = tuple[float, int, int, int, int, str, "LanguageState", str]
 
 
 class _AStar:
-    """One best-first search for a finish (see :meth:`FinishAnalysis.search`)."""
+    """One best-first search for a finish (see :func:`search`)."""
 
     def __init__(
         self,
         analysis: FinishAnalysis,
         keys: _CanonicalKeys,
-        start: QuotientState,
+        start: LanguageState,
         *,
         light: bool,
         weight: float,
@@ -600,7 +601,7 @@ def _push(
     weight: float,
     counter: int,
     text: str,
-    state: QuotientState,
+    state: LanguageState,
     move: str,
 ) -> None:
     heapq.heappush(queue, (g + weight * h, -g, counter, g, h, text, state, move))

@@ -13,8 +13,7 @@ from collections.abc import Callable
 import pytest
 
 from lexer import LexState
-from quotient_parser.inside import InsideState
-from quotient_parser.quotient import Quotient, QuotientBuilder
+from quotient_parser.quotient import InsideState, Quotient, QuotientBuilder
 
 Accepts = Callable[[str], bool]
 

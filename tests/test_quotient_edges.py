@@ -105,7 +105,7 @@ def test_cursor_inside_an_identifier(ast_accepts: Accepts, target: tuple[int, in
 )
 def test_cursor_in_a_long_name(marked: str, ast_accepts: Accepts, target: tuple[int, int]) -> None:
     """A name typed past the length of any keyword: completeness is carried over from
-    the state before each character (``quotient._renames``), and must still agree
+    the state before each character (``language._renames``), and must still agree
     with ``ast.parse`` at every prefix."""
     middle = split(marked)[1]
     wrong = ["", "(", middle + "(", middle + "'", middle + " " + middle]
