@@ -30,8 +30,8 @@ import platform
 import sys
 import tempfile
 import time
-from dataclasses import asdict
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 

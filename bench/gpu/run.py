@@ -242,7 +242,7 @@ def find_cuda_driver() -> list[str]:
     return [f"-DCUDA_cuda_driver_LIBRARY={found[0]}"]
 
 
-def build_llama(run: Run, site: Path) -> bool:
+def build_llama(run: Run, site: Path, cmake_extra: Sequence[str] = ()) -> bool:
     """llama-cpp-python from the trimmed sdist into ``site``; True when it imports."""
     tars = sorted(PAYLOAD.glob("llama_cpp_python-*.tar.xz"))
     if not tars:
@@ -253,7 +253,7 @@ def build_llama(run: Run, site: Path) -> bool:
     with tarfile.open(tars[0]) as tar:
         tar.extractall(src, filter="data")
     sdist = next(src.iterdir())
-    args = list(CPU_ARGS if run.smoke else CUDA_ARGS)
+    args = [*(CPU_ARGS if run.smoke else CUDA_ARGS), *cmake_extra]
     if not run.smoke:
         extra, lib_dirs = find_cublas(run.work)
         driver = find_cuda_driver()
@@ -295,6 +295,7 @@ def build_llama(run: Run, site: Path) -> bool:
             str(sdist),
         ],
         stdout=run.work / "build.log",
+        timeout=run.left() - RESERVE_S,
         env=env,
     )
     _keep_build_log(run)
@@ -559,6 +560,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--n", type=int, default=8, help="cuts of each kind per shape")
     p.add_argument("--cpu-smoke", action="store_true", help="CUDA off, the tiny shape")
     p.add_argument("--shapes", default="1.5b,7b,0.5b")
+    p.add_argument(
+        "--skip-build",
+        action="store_true",
+        help="use the llama-cpp-python already installed (a check of the other steps)",
+    )
+    p.add_argument(
+        "--cmake-extra",
+        default="",
+        help="more CMake arguments, e.g. -DGGML_CUDA_FA=OFF (no flash-attention kernels: "
+        "a shorter build)",
+    )
     args = p.parse_args(argv)
     out, work = args.out.resolve(), args.work.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -581,7 +593,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     need = sum(model_bytes(SHAPES[s], "q8_0") for s in shapes) / 2**30
     folder = model_folder(run, need)
     writer = start_models(run, shapes, folder)
-    built = run.can("build", MIN_S["build"]) and build_llama(run, site)
+    if args.skip_build:
+        run.log("build skipped (--skip-build): the installed llama-cpp-python")
+        built = True
+    else:
+        built = run.can("build", MIN_S["build"]) and build_llama(
+            run, site, args.cmake_extra.split()
+        )
     t0 = time.monotonic()
     writer.wait()
     run.phases["models"] = {"exit": writer.returncode, "waited_s": round(time.monotonic() - t0, 1)}
