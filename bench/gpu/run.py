@@ -492,7 +492,8 @@ def summary(run: Run, shapes: Sequence[str]) -> str:
         cold = lat.get("cold_open", {})
         lines += [
             "",
-            f"lsp_latency (1.5B shape): {lat.get('answered')} answered, p50 "
+            f"lsp_latency ({Path(str(lat.get('model'))).name}): "
+            f"{lat.get('answered')} answered, p50 "
             f"{lat.get('latency_ms_p50')} ms, p95 {lat.get('latency_ms_p95')} ms; at "
             f"pauses p50 {lat.get('pause_latency_ms_p50')} ms; model load "
             f"{lat.get('model_load_s')} s; cold open ({cold.get('files')} files of "
@@ -503,7 +504,7 @@ def summary(run: Run, shapes: Sequence[str]) -> str:
         "",
         "Phases (s): "
         + ", ".join(
-            f"{k} {'skipped' if v.get('skipped') else v.get('seconds')}"
+            f"{k} {'skipped' if v.get('skipped') else v.get('seconds', v.get('waited_s'))}"
             for k, v in run.phases.items()
         ),
     ]
