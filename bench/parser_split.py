@@ -66,8 +66,8 @@ class _Recorder:
         self._timed("_note_stopping_point", "stop")
         self._timed("_first_viable", "candidates")
         self._timed("_check_next_stop", "ahead")
-        choose, text_of, step = Decoder._choose, Decoder._text_of, self._step
-        self._saved["_choose"], self._saved["_text_of"] = choose, text_of
+        choose, text_of, step = Decoder._choose, Decoder.text_of, self._step
+        self._saved["_choose"], self._saved["text_of"] = choose, text_of
         recorder = self
 
         def counting(decoder: Decoder, token: int) -> Any:
@@ -83,7 +83,7 @@ class _Recorder:
                 recorder.by_family.setdefault(recorder.family, []).append(row)
             return result
 
-        for name, wrapper in (("_text_of", counting), ("_choose", choosing)):
+        for name, wrapper in (("text_of", counting), ("_choose", choosing)):
             setattr(Decoder, name, wrapper)
         return self
 

@@ -29,14 +29,13 @@ from .options import DecodeOptions
 from .ranking import Ranker
 from .result import Completion, DecodeTimes
 from .steering import Steering, dead_line_end, witness_ending
+from .step import Choice
 from .stop_reason import StopReason
 from .stopping import RightEcho, StopCheck, StoppingPoints
 from .text import breaks_only_at_end, can_take_non_ascii, heal_split, token_text
 
 __all__ = ["Choice", "Decoder", "build_prompt", "resume"]
 
-#: A choice: (token, whether it ends the generation), or None when nothing fits.
-Choice = tuple[int, bool] | None
 #: Candidates further down the ranking tried between two looks at the clock.
 _CLOCK_EVERY = 16
 
@@ -156,6 +155,8 @@ class Decoder:
         self.gaps: list[float] = []
         #: tokens not to take at a step (an alternative branching off there)
         self.banned: dict[int, frozenset[int]] = {}
+        #: every step's point, under ``study_stops``
+        self.stops: list[tuple[str, int, float, float, bool]] = []
 
     # -- the loop -----------------------------------------------------------
 
@@ -165,14 +166,15 @@ class Decoder:
         middle, complete, tokens = self._outcome(stop)
         logprob, scored = sum(self.token_logprobs[:tokens]), tokens
         witness = ""
+        steering = self.steering
         if complete is False and self.opts.witness_ending and self.state is not None:
-            ending = witness_ending(self, generation, stop)
+            known = None if steering is None else steering.known_witness(self.state)
+            ending = witness_ending(self, generation, stop, known)
             if ending is not None:
                 witness, more, more_scored = ending
                 middle, complete, stop = self.middle + witness, True, StopReason.WITNESS
                 logprob, scored = sum(self.token_logprobs) + more, len(self.token_logprobs)
                 scored += more_scored
-        steering = self.steering
         return Completion(
             middle,
             stop,
@@ -184,7 +186,7 @@ class Decoder:
             scored_tokens=scored,
             steered=0 if steering is None else steering.steered,
             forced=0 if steering is None else steering.forced,
-            rescued=self.rescued,
+            rescued=self.rescued + (0 if steering is None else steering.rescued),
             witness=witness,
             steer_us=[] if steering is None else steering.spent_us,
             token_ids=self.token_ids,
@@ -192,6 +194,7 @@ class Decoder:
             gaps=self.gaps,
             witnesses=[] if steering is None else steering.found,
             echo_step=self.echo_step if stop == StopReason.REPEATS_RIGHT else None,
+            stops=self.stops,
         )
 
     def _loop(self, generation: Generation) -> StopReason:
@@ -218,7 +221,7 @@ class Decoder:
                 self.times.first_token = time.perf_counter()
             if self.steering is not None and self.steering.finished:
                 return StopReason.STEERED
-            if self.constrained:
+            if self.constrained and not self.opts.study_stops:
                 if self._echoes(token):
                     return StopReason.REPEATS_RIGHT
                 # (at the token limit the limit is the reason, whatever the bound says)
@@ -288,7 +291,7 @@ class Decoder:
         their log-probabilities) without choosing: where an alternative branches off.
         Their boundaries are no stopping points.  False if one cannot be taken."""
         for token, logprob in zip(tokens, logprobs):
-            got = self._text_of(token)
+            got = self.text_of(token)
             if got is None or self.state is None:
                 return False
             text, held, owed = got
@@ -356,7 +359,7 @@ class Decoder:
             tok = int(token)
             if self.backend.eog(tok):
                 return tok, True
-            got = self._text_of(tok)
+            got = self.text_of(tok)
             if got is None:
                 continue
             self.middle += got[0]
@@ -376,7 +379,13 @@ class Decoder:
         assert self.state is not None
         if not self.middle.strip():
             return  # blanks alone are no suggestion
-        score = self.points.score(self.logprob, ranking.end_logprob(), self.tokens)
+        end_logprob = ranking.end_logprob()
+        score = self.points.score(self.logprob, end_logprob, self.tokens)
+        if self.opts.study_stops:
+            t0 = time.perf_counter_ns()
+            done = self.state.lands
+            self._parser_ns += time.perf_counter_ns() - t0
+            self.stops.append((self.middle, self.tokens, self.logprob, end_logprob, done))
         if self.points.could_improve(score):
             t0 = time.perf_counter_ns()
             done = self.state.lands
@@ -391,7 +400,7 @@ class Decoder:
         middle is complete (``until``: a ``perf_counter`` time to give up at)."""
         state = self.state
         assert state is not None
-        banned = self.banned.get(self.tokens, ())
+        banned = self.banned_here()
         for index, token in enumerate(order):
             tok = int(token)
             if until is not None and index % _CLOCK_EVERY == 0 and time.perf_counter() > until:
@@ -408,7 +417,7 @@ class Decoder:
                     if done:
                         return tok, True
                 continue
-            got = self._text_of(tok)
+            got = self.text_of(tok)
             if got is None:
                 t0 = time.perf_counter_ns()
                 ending = self._line_end(tok, state)
@@ -434,6 +443,10 @@ class Decoder:
                 return tok, False
         return None
 
+    def banned_here(self) -> frozenset[int]:
+        """Tokens not to take at this step (an alternative branching off here)."""
+        return self.banned.get(self.tokens, frozenset())
+
     def further_order(self, order: IdArray, ranking: TokenRanking) -> IdArray:
         """Up to ``further_down`` candidates below those of ``order``, most likely first
         (none when ``order`` already holds the whole vocabulary)."""
@@ -458,7 +471,7 @@ class Decoder:
 
     # -- taking a token -----------------------------------------------------
 
-    def _text_of(self, token: int) -> tuple[str, bytes, str] | None:
+    def text_of(self, token: int) -> tuple[str, bytes, str] | None:
         """(middle text, held bytes, owed text) after ``token``, or None."""
         single = self.opts.single_line
         got = token_text(self.vocab[token], self.held, self.owed, single)

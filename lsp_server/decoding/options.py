@@ -53,6 +53,10 @@ class DecodeOptions:
     #: The file's path as the prompt names it, for model families whose prompts carry
     #: it (Mellum's ``<filename>path``); empty when unknown.
     file_path: str = ""
+    #: Record every complete stopping point, scored, and run to the token limit or the
+    #: model's end (neither the likeliest end nor an echo of R stops it): what
+    #: ``bench.stopping_rules`` replays to compare rules for where a middle ends.
+    study_stops: bool = False
 
     @property
     def constrained(self) -> bool:

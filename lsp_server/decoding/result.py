@@ -110,7 +110,10 @@ class Completion:
     token's log-probability less the best other candidate's) are per step, for
     branching into alternatives; ``witnesses`` holds (step, finish) for each finish
     steering found, where a restart may begin; ``echo_step``, where the middle began to
-    write R's next line of code again (``repeats_right``), the step to branch at.
+    write R's next line of code again (``repeats_right``), the step to branch at;
+    ``stops``, under ``DecodeOptions.study_stops``, each step's point as (middle,
+    tokens, log-probability of the middle, log-probability of ending there, whether the
+    middle is complete there).
     """
 
     middle: str
@@ -135,6 +138,7 @@ class Completion:
     gaps: list[float] = field(default_factory=list)
     witnesses: list[tuple[int, str]] = field(default_factory=list)
     echo_step: int | None = None
+    stops: list[tuple[str, int, float, float, bool]] = field(default_factory=list)
 
     @property
     def mean_logprob(self) -> float | None:

@@ -63,12 +63,12 @@ from lsp_server.model.backend import Backend, Generation, IdArray, TokenRanking
 from lsp_server.model.errors import Interrupted, ModelError
 from quotient_parser.finish import comment_or_continuation
 
+from .step import Choice, StepView
 from .stop_reason import StopReason
 
 if TYPE_CHECKING:
     from quotient_parser.quotient import QuotientState
 
-    from .loop import Choice, Decoder
 
 __all__ = [
     "STEER_MARGIN",
@@ -142,11 +142,13 @@ def finish_chars_per_token(backend: Backend) -> float:
 class Steering:
     """A decoder's steering: when to steer, which candidate to take, and counts."""
 
-    def __init__(self, decoder: Decoder) -> None:
+    def __init__(self, decoder: StepView) -> None:
         self.decoder = decoder
         self.chars_per_token = finish_chars_per_token(decoder.backend)
         #: tokens taken that were not the model's first viable choice
         self.steered = 0
+        #: steps whose token came from further down the ranking than the top k
+        self.rescued = 0
         #: tokens taken that the model ranked nowhere among its candidates (the witness's
         #: own first token): a middle with one is not wholly the model's
         self.forced = 0
@@ -231,7 +233,7 @@ class Steering:
                 # (the closing quote R's string needs, with one token left), forced
                 chosen = self._follow_own(state, witness, left - 1, ranking)
             if chosen is not None:
-                dec.rescued += 1
+                self.rescued += 1
         if chosen is None:
             self.gave_up = dec.opts.witness_ending
         return chosen
@@ -296,7 +298,7 @@ class Steering:
                 if chosen is None:
                     chosen = self._follow(state, witness, after, candidates, ranking)
             if chosen is not None:
-                dec.rescued += rescue
+                self.rescued += rescue
                 return chosen
         return None
 
@@ -375,12 +377,12 @@ class Steering:
         """The candidates of ``order`` not banned at this step that write text and leave
         no character incomplete, with their text."""
         dec = self.decoder
-        banned = dec.banned.get(dec.tokens, ())
+        banned = dec.banned_here()
         for token in order:
             tok = int(token)
             if tok in banned or dec.backend.eog(tok) or not dec.vocab[tok]:
                 continue
-            got = dec._text_of(tok)
+            got = dec.text_of(tok)
             if got is not None and not got[1] and got[0]:
                 yield tok, got[0]
 
@@ -416,7 +418,7 @@ class Steering:
         finish within ``after`` tokens, else the first that leaves one (``within_ms``:
         give up after the options' ``further_down_ms``)."""
         dec = self.decoder
-        banned = dec.banned.get(dec.tokens, ())
+        banned = dec.banned_here()
         stop_at = time.perf_counter() + dec.opts.further_down_ms / 1e3 if within_ms else None
         fallback: tuple[int, str, QuotientState] | None = None
         first_viable: int | None = None
@@ -430,7 +432,7 @@ class Steering:
                 if distance == 0 and dec.middle.strip():
                     return tok, True
                 continue
-            got = dec._text_of(tok)
+            got = dec.text_of(tok)
             if got is None or got[1] or not got[0] or not dec.vocab[tok]:
                 continue  # no text, or a character left incomplete: not measurable
             new_state = state.feed(got[0])
@@ -507,11 +509,11 @@ def dead_line_end(before: QuotientState, after: QuotientState, line_end: str | N
 
 
 def witness_ending(
-    decoder: Decoder, generation: Generation, stop: StopReason
+    decoder: StepView, generation: Generation, stop: StopReason, known: str | None
 ) -> tuple[str, float, int] | None:
-    """The shortest finish of the decoder's middle, and its log-probability under the
-    model and how many of its tokens that covers; None when none is found in time (or
-    the request was cancelled)."""
+    """The shortest finish of the decoder's middle (``known``: one steering found
+    already), and its log-probability under the model and how many of its tokens that
+    covers; None when none is found in time (or the request was cancelled)."""
     state = decoder.state
     if state is None or stop == StopReason.CANCELLED:
         return None
@@ -520,7 +522,6 @@ def witness_ending(
         seconds = min(seconds, decoder.stop.deadline - time.perf_counter())
     if seconds <= 0:
         return None
-    known = None if decoder.steering is None else decoder.steering.known_witness(state)
     text = known if known is not None else state.witness(max_seconds=seconds).text
     if text is None:
         return None
