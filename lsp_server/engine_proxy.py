@@ -13,8 +13,8 @@ The front holds the documents; the proxy keeps what a new engine needs (the sett
 the workspace folders, each document's latest text).  When the engine dies (a
 llama.cpp abort, an out-of-memory kill, ``kill -9``), the receiver reads the end of
 the pipe at once: every request waiting for it fails with :class:`EngineStopped`, the
-state hook says so once, and a new engine starts with what was kept (after a wait
-that grows while engines keep dying young).
+state hook says so once, and a new engine starts with what was kept (at once; after
+a wait that grows while engines keep dying before their model is ready).
 """
 
 from __future__ import annotations
@@ -63,8 +63,6 @@ log = logging.getLogger(__name__)
 StateHook = Callable[[EngineState, str], None]
 ProgressHook = Callable[[int, str], None]
 
-#: An engine that dies sooner than this after its start died young: the next one waits.
-_YOUNG_S = 5.0
 #: The longest wait before starting an engine again.
 _MAX_BACKOFF_S = 30.0
 #: Seconds the engine has to exit after Shutdown before it is killed.
@@ -137,6 +135,8 @@ class _Engine:
     channel: Channel
     outbox: _Outbox
     started: float
+    #: It had a model ready (an engine that dies before that makes the next one wait).
+    was_ready: bool = False
 
 
 class _ForwardedCancel(threading.Event):
@@ -258,6 +258,8 @@ class EngineProxy:
         elif isinstance(message, Counters):
             self._counters = message.counters
         elif isinstance(message, StateChanged):
+            if message.state == EngineState.READY and self._engine is not None:
+                self._engine.was_ready = True
             self.detected = message.detected
             self._set_state(message.state, message.message)
         elif isinstance(message, Progress):
@@ -301,7 +303,7 @@ class EngineProxy:
             if not request.future.done():
                 request.future.set_exception(error)
         lived = time.monotonic() - engine.started
-        self._young_deaths = self._young_deaths + 1 if lived < _YOUNG_S else 0
+        self._young_deaths = 0 if engine.was_ready else self._young_deaths + 1
         wait = min(_MAX_BACKOFF_S, 2.0 ** (self._young_deaths - 1)) if self._young_deaths else 0
         self.restarts += 1
         log.error("the engine process stopped (%s) after %.1f s; starting a new one", how, lived)
