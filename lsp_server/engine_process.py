@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import logging
 import os
 import sys
@@ -37,6 +38,8 @@ from .engine_protocol import (
     DocumentChanged,
     Failed,
     Forget,
+    Inspect,
+    Inspected,
     Progress,
     Shutdown,
     StateChanged,
@@ -120,6 +123,8 @@ class EngineService:
             engine.configure(message.settings)
         elif isinstance(message, WorkspaceFolders):
             engine.planner.workspace_folders = message.folders
+        elif isinstance(message, Inspect):
+            self._inspect(message)
         else:
             log.warning("unknown engine message: %r", message)
 
@@ -137,6 +142,16 @@ class EngineService:
                 self.send(Failed(request_id, f"{type(error).__name__}: {error}"))
 
         answering.future.add_done_callback(answered)
+
+    def _inspect(self, message: Inspect) -> None:
+        module, _, name = message.function.partition(":")
+        try:
+            function = getattr(importlib.import_module(module), name)
+            result, error = function(self.engine, message.params), None
+        except Exception as exc:
+            log.exception("inspecting with %s failed", message.function)
+            result, error = None, f"{type(exc).__name__}: {exc}"
+        self.send(Inspected(message.id, result, error))
 
     def stop(self) -> None:
         """Cancel what runs and give it a moment to stop at its next token."""

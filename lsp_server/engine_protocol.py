@@ -36,6 +36,8 @@ __all__ = [
     "DocumentChanged",
     "Failed",
     "Forget",
+    "Inspect",
+    "Inspected",
     "Progress",
     "Shutdown",
     "StateChanged",
@@ -97,6 +99,17 @@ class Cancel:
 
 
 @dataclass(frozen=True)
+class Inspect:
+    """Call ``function`` (``module:name``) in the engine process with the engine and
+    ``params``; its picklable result comes back as :class:`Inspected` (benchmarks look
+    at the engine's heap this way)."""
+
+    id: int
+    function: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Shutdown:
     """Cancel everything and exit."""
 
@@ -133,6 +146,13 @@ class Failed:
 
     id: int
     error: str
+
+
+@dataclass(frozen=True)
+class Inspected:
+    id: int
+    result: Any
+    error: str | None
 
 
 @dataclass(frozen=True)

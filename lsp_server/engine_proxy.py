@@ -30,6 +30,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -45,6 +46,8 @@ from .engine_protocol import (
     DocumentChanged,
     Failed,
     Forget,
+    Inspect,
+    Inspected,
     Progress,
     Shutdown,
     StateChanged,
@@ -175,6 +178,7 @@ class EngineProxy:
         self._ids = itertools.count(1)
         self._pending: dict[int, Request] = {}  # sent, not answered yet
         self._counters: dict[str, float] = {}  # the engine's, as it last sent them
+        self._inspections: dict[int, Future[Any]] = {}
         # What a new engine is told first.
         self._settings: Settings | None = None
         self._wanted_key: tuple[object, ...] | None = None
@@ -264,6 +268,12 @@ class EngineProxy:
             self._set_state(message.state, message.message)
         elif isinstance(message, Progress):
             self.on_progress(message.percent, message.message)
+        elif isinstance(message, Inspected):
+            future = self._inspections.pop(message.id, None)
+            if future is not None and message.error is None:
+                future.set_result(message.result)
+            elif future is not None:
+                future.set_exception(RuntimeError(message.error))
 
     def _finish(
         self, request_id: int, answer: Answered | None = None, error: Exception | None = None
@@ -290,8 +300,11 @@ class EngineProxy:
             if self._engine is engine:
                 self._engine = None
             pending, self._pending = self._pending, {}
+            inspections, self._inspections = self._inspections, {}
             self._counters = {}
             stopping = self._stopping
+        for future in inspections.values():
+            future.set_exception(EngineStopped("the engine process stopped"))
         if stopping:
             for request in pending.values():
                 if not request.future.done():
@@ -399,6 +412,21 @@ class EngineProxy:
             return request
         engine.outbox.put(Submit(request_id, request))
         return request
+
+    def inspect(self, function: str, params: dict[str, Any]) -> Future[Any]:
+        """What ``function`` (``module:name``, called with the engine and ``params`` in
+        the engine process) returns: a look inside the engine for benchmarks."""
+        future: Future[Any] = Future()
+        inspection = next(self._ids)
+        with self._lock:
+            engine = self._engine
+            if engine is not None:
+                self._inspections[inspection] = future
+        if engine is None:
+            future.set_exception(EngineStopped("the engine process is not running"))
+        else:
+            engine.outbox.put(Inspect(inspection, function, params))
+        return future
 
     def counters(self) -> dict[str, float]:
         """The engine's counters as it last sent them (before its last answer, and every

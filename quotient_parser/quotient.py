@@ -395,8 +395,7 @@ class Quotient:
     def _hold_initial(self, left_state: RecognizerState) -> None:
         # The initial states point back at the quotient, so the quotient holds them
         # weakly (made again when asked for after they died): a cycle would be freed only
-        # by a full collection, and the server freezes what lives past 0.1 s
-        # (``lsp_server/gc_pacing.py``), which makes full collections rare.
+        # by a full collection, which comes rarely on a large heap.
         self._left_state = left_state
         self._free_initial: Callable[[], QuotientState | None] = _no_state
         self._inside_initial: Callable[[], QuotientState | None] = _no_state
