@@ -7,11 +7,14 @@ and settings inside (:class:`~lsp_server.request.Request`,
 :class:`~lsp_server.settings.Settings`) travel with every field they have, present
 and future, without a change here.
 
-A document's text goes once per version: :class:`Channel` sends a
-:class:`~lsp_server.documents.TextSnapshot` in full the first time and as a reference
-to the one already sent for its document afterwards (a change, then the requests at
-that version), so that both sides share one object per version, as they did in one
-process (:func:`~lsp_server.documents.same_text` compares snapshots by identity).
+A document's text goes once per version, and only the pieces an edit changed:
+:class:`Channel` sends a :class:`~lsp_server.documents.TextSnapshot` as its pieces,
+each either new or a reference to a piece of the snapshot sent before for its document
+(a document re-cuts only the pieces an edit touches: the others are the same objects,
+so a keystroke in a 1.5 MB file sends a piece or two); a snapshot already sent goes as
+a reference to it (a change, then the requests at that version), so that both sides
+share one object per version, as they did in one process
+(:func:`~lsp_server.documents.same_text` compares snapshots by identity).
 """
 
 from __future__ import annotations
@@ -179,14 +182,18 @@ class Channel:
         self.connection = connection
         self._sent: dict[str, TextSnapshot] = {}  # per document, the snapshot sent last
         self._received: dict[str, TextSnapshot] = {}
+        self.bytes_sent = 0
 
     def send(self, message: Any) -> None:
         uri = getattr(message, "uri", None)
         if isinstance(message, Forget):
             self._sent.pop(message.uri, None)
         buffer = io.BytesIO()
-        _Pickler(buffer, self._sent, uri).dump(message)
+        pickler = _Pickler(buffer, self._sent, uri)
+        pickler.dump(message)
         self.connection.send_bytes(buffer.getbuffer())
+        self.bytes_sent += buffer.tell()
+        self._sent.update(pickler.sending)  # only once sent: the other side has them
 
     def recv(self) -> Any:
         """The next message; raises EOFError once the other end has closed."""
@@ -204,14 +211,21 @@ class _Pickler(pickle.Pickler):
     def __init__(self, file: io.BytesIO, sent: dict[str, TextSnapshot], uri: str | None):
         super().__init__(file, pickle.HIGHEST_PROTOCOL)
         self.sent, self.uri = sent, uri
+        self.sending: dict[str, TextSnapshot] = {}
 
     def persistent_id(self, obj: Any) -> Any:
         if type(obj) is not TextSnapshot or self.uri is None:
             return None
-        if self.sent.get(self.uri) is obj:
+        before = self.sending.get(self.uri) or self.sent.get(self.uri)
+        if before is obj:
             return (_SAME, self.uri)
-        self.sent[self.uri] = obj
-        return (_NEW, self.uri, obj.pieces, obj.length)
+        self.sending[self.uri] = obj
+        if before is None:
+            return (_NEW, self.uri, obj.pieces, obj.length)
+        # A piece the snapshot before also had (the same object) goes as its index there.
+        kept = {id(piece): index for index, piece in enumerate(before.pieces)}
+        pieces = [kept.get(id(piece), piece) for piece in obj.pieces]
+        return (_NEW, self.uri, pieces, obj.length)
 
 
 class _Unpickler(pickle.Unpickler):
@@ -223,5 +237,9 @@ class _Unpickler(pickle.Unpickler):
         if pid[0] == _SAME:
             return self.received[pid[1]]
         _, uri, pieces, length = pid
-        snapshot = self.received[uri] = TextSnapshot(pieces, length)
+        before = self.received.get(uri)
+        if before is not None:
+            known = before.pieces
+            pieces = [known[p] if type(p) is int else p for p in pieces]
+        snapshot = self.received[uri] = TextSnapshot(tuple(pieces), length)
         return snapshot

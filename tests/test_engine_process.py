@@ -236,3 +236,48 @@ def test_the_engine_does_not_outlive_a_killed_front(stopping_model: Path) -> Non
     raw.process.kill()
     raw.process.wait(10)
     _wait_gone(pid, 2.0)  # its end of the pipe closed
+
+
+# ---------------------------------------------------------------- the channel
+
+
+def test_a_text_goes_once_per_version_and_an_edit_sends_its_pieces() -> None:
+    """Over a real socket pair: a snapshot arrives whole the first time, the next
+    version of the document brings only its new pieces, a snapshot sent before comes
+    back as the same object, and each document keeps its own."""
+    import socket
+    from concurrent.futures import ThreadPoolExecutor
+    from multiprocessing.connection import Connection
+
+    from lsp_server.documents import Document
+    from lsp_server.engine_protocol import Channel, DocumentChanged, Forget
+
+    ours, theirs = socket.socketpair()
+    front, engine = Channel(Connection(ours.detach())), Channel(Connection(theirs.detach()))
+    doc = Document("file:///a.py", "".join(f"x_{i} = {i}\n" for i in range(20_000)))
+    first = doc.snapshot()
+    doc.replace((10, 0), (10, 0), "y = 1\n", "utf-16")
+    second = doc.snapshot()
+    assert len(first.pieces) > 10
+    sizes, received = [], []
+    for snapshot in (first, second, second):
+        before = front.bytes_sent
+        with ThreadPoolExecutor(1) as reader:  # a message may be larger than the pipe holds
+            arriving = reader.submit(engine.recv)
+            front.send(DocumentChanged("file:///a.py", snapshot, None))
+            received.append(arriving.result(10).source)
+        sizes.append(front.bytes_sent - before)
+        assert received[-1].text == snapshot.text
+    assert sizes[0] > len(first.text)  # whole
+    assert sizes[1] < sizes[0] / 10  # the edited piece, and references to the rest
+    assert sizes[2] < 200 and received[2] is received[1]  # the same version: the same object
+    with ThreadPoolExecutor(1) as reader:
+        arriving = reader.submit(lambda: [engine.recv() for _ in range(3)])
+        front.send(DocumentChanged("file:///b.py", second, None))  # its own document
+        front.send(Forget("file:///a.py"))
+        front.send(DocumentChanged("file:///a.py", first, None))  # whole again after a Forget
+        other, forgotten, again = arriving.result(10)
+    assert other.source.text == second.text and isinstance(forgotten, Forget)
+    assert again.source.text == first.text
+    front.close()
+    engine.close()
