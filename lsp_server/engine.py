@@ -18,6 +18,9 @@ When the queue is empty and the user has paused, the worker reads ahead
 (:mod:`lsp_server.readahead`) for the document last opened, changed or asked about;
 a request preempts it within one short chunk.  At load, a short read measures how fast
 this machine reads prompts, which sizes the first request's prompt.
+
+It runs in the engine process (:mod:`lsp_server.engine_process`), apart from the LSP
+front's event loop; tests and benchmarks also drive it in their own process.
 """
 
 from __future__ import annotations
