@@ -442,18 +442,25 @@ class EngineProxy:
             "engineRssMb": round(rss_mb(engine.process.pid), 1) if engine is not None else 0.0,
         }
 
-    def shutdown(self, timeout: float | None = _EXIT_WAIT_S) -> None:
-        """Tell the engine to stop, wait up to ``timeout`` s for it to exit, then kill it."""
+    def stop(self) -> _Engine | None:
+        """Tell the engine to stop (it cancels what runs and exits within a second of
+        reading this); returns at once.  No engine starts after this."""
         with self._lock:
-            self._stopping = True
             engine = self._engine
+            if not self._stopping and engine is not None:
+                engine.outbox.put(Shutdown())
+            self._stopping = True
         if self._retry is not None:
             self._retry.cancel()
+        return engine
+
+    def shutdown(self, timeout: float = _EXIT_WAIT_S) -> None:
+        """Stop the engine, wait up to ``timeout`` s for it to exit, then kill it."""
+        engine = self.stop()
         if engine is None:
             return
-        engine.outbox.put(Shutdown())
         try:
-            engine.process.wait(timeout=_EXIT_WAIT_S if timeout is None else timeout)
+            engine.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             log.warning("the engine process did not exit in time: killing it")
             engine.process.kill()

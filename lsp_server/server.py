@@ -158,9 +158,9 @@ class FimLanguageServer(LanguageServer):
         self.engine.workspace_folders = tuple(str(p) for p in paths if p is not None)
 
     def end_session(self) -> None:
-        """``shutdown``: cancel everything and stop the engine (it exits within a second,
-        or is killed after two)."""
-        self.engine.shutdown()
+        """``shutdown``: cancel everything and tell the engine to stop, without waiting
+        for it (a model load must not delay the reply); ``exit`` waits for it."""
+        self.engine.stop()
 
     def shutdown(self) -> None:
         """The process is leaving (``exit``, or the end of its input)."""

@@ -230,6 +230,21 @@ def test_the_engine_stops_with_a_shutdown(stopping_model: Path) -> None:
     assert raw.process.wait(10) == 0
 
 
+def test_a_model_load_does_not_delay_shutdown(stopping_model: Path, tmp_path: Path) -> None:
+    other = tmp_path / "loading.gguf"  # a model the engine has to load
+    shutil.copyfile(stopping_model, other)
+    raw = RawClient(stopping_model)
+    pid = raw.engine_pid()
+    raw.notify("workspace/didChangeConfiguration", {"settings": {"fimlsp": {"model": str(other)}}})
+    assert raw.request("fimlsp/serverStatus", {})["state"] == "loading"
+    started = time.perf_counter()
+    raw.request("shutdown", None)
+    assert time.perf_counter() - started < 0.5
+    raw.notify("exit", None)
+    assert raw.process.wait(10) == 0
+    _wait_gone(pid, 1.0)
+
+
 def test_the_engine_does_not_outlive_a_killed_front(stopping_model: Path) -> None:
     raw = RawClient(stopping_model)
     pid = raw.engine_pid()
