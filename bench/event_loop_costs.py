@@ -15,17 +15,8 @@ the document), the completion request's snapshot (offset and position), the
 completion item's word search and range, the document's SHA-256 (which
 ``fimlsp/serverStatus`` computes off the loop, once per text), settings merges, and
 serializing a completion item.  The loop stalls for the sum of what one message
-costs.  Last, how long the loop waits for the GIL while the model worker builds a
-quotient for a hostile document (a 1 ms ticker on the main thread; its longest
-gap, the tick's millisecond included), with the collector as Python's defaults leave
-it, as ``tune_gc`` sets it, and with what survived frozen every 0.1 s as the server's
-loop does (``lsp_server.gc_pacing``); at CPython's 5 ms switch interval and at the
-server's 1 ms (``loop_lag.shorten_gil_handoffs``) with the builds' times, one build and
-two at once; and while a closed document's builder is freed,
-dropped at once or taken apart by ``lsp_server.release``.
-
-Everything runs at the server's switch interval (``loop_lag.shorten_gil_handoffs``,
-1 ms), except the rows that compare it with CPython's 5 ms.
+costs.  (The model, the quotients and decoding run in the engine process, so they
+hold no GIL the loop waits for.)
 
 Each row says which size varies; ``x`` is the ratio of the time at the largest size
 to the time at the previous one, against the ratio of the sizes (linear: equal;
@@ -37,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
-import gc
 import json
 import statistics
 import sys
@@ -51,11 +41,8 @@ from lsprotocol import types
 from bench.lsp_fuzz import big_text, position_of
 from lsp_server import completion_item as items
 from lsp_server.documents import Document, cut_pieces
-from lsp_server.gc_pacing import FREEZE_PERIOD_S, collect_everything
-from lsp_server.loop_lag import SWITCH_INTERVAL_S, shorten_gil_handoffs
-from lsp_server.release import take_apart
 from lsp_server.request import Request
-from lsp_server.server import create_server, tune_gc
+from lsp_server.server import create_server
 from lsp_server.settings import Settings
 from lsp_server.transport.guard import JsonRpcGuard
 from lsp_server.transport.serving import LARGE_BODY
@@ -276,137 +263,10 @@ def small_work(rows: Rows) -> None:
     server.engine.shutdown(timeout=1)
 
 
-def gil_stalls(rows: Rows, quick: bool) -> None:
-    """The loop's longest wait for the GIL while another thread builds a quotient, with
-    the collector as ``fimlsp`` sets it and with Python's defaults."""
-    from lexer.version import TargetVersion
-    from quotient_parser.quotient import QuotientBuilder
-
-    n = 20_000 if quick else 200_000
-
-    def cases(seed: int) -> dict[str, tuple[str, str]]:
-        """Hostile left contexts, different for each setting (nothing cached is reused)."""
-        tag = f"tag{seed} = {seed}\n"
-        return {
-            f"long string line ({n} chars)": (tag + 's = "' + "a" * n + '"\nvalues = (', "\n"),
-            "deep nesting (10k brackets)": (tag + "x = " + "[" * 150 + "(" * 10_000, "\n"),
-            f"{'0.3' if quick else '1.5'} MB file": (
-                code_of_size(300_000 if quick else 1_500_000, seed) + "values = (",
-                "\n",
-            ),
-        }
-
-    target = TargetVersion(sys.version_info.major, sys.version_info.minor)
-    gap, _ = longest_gap(functools.partial(time.sleep, 1.0))
-    rows.add(
-        "GIL: longest loop gap while the other thread sleeps (the machine's noise)",
-        "1 s",
-        [1],
-        [gap],
-    )
-    thresholds = gc.get_threshold()
-    settings = ("Python's defaults", "tune_gc", "tune_gc, survivors frozen every 0.1 s")
-    for seed, setting in enumerate(settings, start=1):
-        if setting != settings[0]:
-            tune_gc()
-        # The server freezes what survived on its loop (gc_pacing.SurvivorFreezer).
-        freeze = setting == settings[2]
-        try:
-            for name, (left, right) in cases(seed).items():
-                build = functools.partial(QuotientBuilder(target).build, left, right)
-                gap, took = longest_gap(build, freeze)
-                rows.add(
-                    f"GIL: longest loop gap while building the quotient, {name} ({setting})",
-                    f"build {took:.0f} ms",
-                    [1],
-                    [gap],
-                )
-        finally:
-            gc.unfreeze()
-            gc.set_threshold(*thresholds)
-    switch_intervals(rows, target, quick)
-    freeing(rows, target, quick)
-
-
-def switch_intervals(rows: Rows, target: Any, quick: bool) -> None:
-    """The trade ``loop_lag.shorten_gil_handoffs`` makes: the loop's longest wait for the
-    GIL and the build's time, at CPython's 5 ms switch interval and at fimlsp's, with one
-    build and with two at once (the quotient thread and the worker both in pure Python:
-    they hand the GIL to each other every interval).  Twice each, in the order 5, 1, 1,
-    5 ms, texts that differ every time (nothing cached is reused)."""
-    from quotient_parser.quotient import QuotientBuilder
-
-    size = 300_000 if quick else 1_500_000
-    before, thresholds = sys.getswitchinterval(), gc.get_threshold()
-    texts = iter(code_of_size(size, seed) + "values = (" for seed in range(20, 32))
-
-    def one() -> Callable[[], object]:
-        return functools.partial(QuotientBuilder(target).build, next(texts), "\n")
-
-    def two() -> Callable[[], object]:
-        first, second = one(), one()
-
-        def both() -> None:
-            other = threading.Thread(target=second)
-            other.start()
-            first()
-            other.join()
-
-        return both
-
-    results: dict[tuple[str, float], list[tuple[float, float]]] = {}
-    tune_gc()
-    try:
-        # 5, 1, 1, 5: builds get slower as the process goes on; both intervals get an
-        # early and a late turn.
-        for interval in (0.005, SWITCH_INTERVAL_S, SWITCH_INTERVAL_S, 0.005):
-            sys.setswitchinterval(interval)
-            for builds, work in (("one build", one), ("two builds at once", two)):
-                results.setdefault((builds, interval), []).append(longest_gap(work(), True))
-    finally:
-        sys.setswitchinterval(before)
-        gc.unfreeze()
-        gc.set_threshold(*thresholds)
-    for (builds, interval), runs in results.items():
-        rows.add(
-            f"GIL: switch interval {interval * 1e3:g} ms, longest loop gap during {builds} "
-            f"of a {size / 1e6:.1f} MB file (tune_gc, survivors frozen every 0.1 s)",
-            "builds " + " / ".join(f"{took:.0f}" for _, took in runs) + " ms",
-            [1],
-            [max(gap for gap, _ in runs)],
-        )
-
-
-def freeing(rows: Rows, target: Any, quick: bool) -> None:
-    """The loop's longest wait while a closed document's quotient builder is freed: by
-    dropping it (one cascade of deallocations) and by ``lsp_server.release``."""
-    from quotient_parser.quotient import QuotientBuilder
-
-    size = 300_000 if quick else 1_500_000
-    tune_gc()
-    try:
-        for how in ("dropped", "taken apart (lsp_server.release)"):
-            holder = [QuotientBuilder(target)]
-            holder[0].build(code_of_size(size, 9) + "values = (", "\n")
-            gc.freeze()  # as the server's freezer would have by then
-            free = holder.clear if how == "dropped" else functools.partial(take_apart, holder)
-            gap, took = longest_gap(free, True)
-            rows.add(
-                f"GIL: longest loop gap while the builder of a {size / 1e6:.1f} MB file is {how}",
-                f"free {took:.0f} ms",
-                [1],
-                [gap],
-            )
-    finally:
-        collect_everything()
-        gc.unfreeze()
-
-
-def longest_gap(work: Callable[[], object], freeze: bool = False) -> tuple[float, float]:
+def longest_gap(work: Callable[[], object]) -> tuple[float, float]:
     """Run ``work`` on a thread while this one ticks every millisecond: the longest
     gap between ticks (ms; a tick's millisecond included) and how long the work took
-    (ms).  ``freeze``: the ticker also freezes what survived every
-    ``gc_pacing.FREEZE_PERIOD_S``, as the server's loop does."""
+    (ms)."""
     done = threading.Event()
     took: list[float] = []
 
@@ -419,14 +279,10 @@ def longest_gap(work: Callable[[], object], freeze: bool = False) -> tuple[float
     worker = threading.Thread(target=run)
     gap, last = 0.0, time.perf_counter()
     worker.start()
-    frozen = last
     while not done.is_set():
         time.sleep(0.001)
         now = time.perf_counter()
         gap, last = max(gap, (now - last) * 1e3), now
-        if freeze and now - frozen > FREEZE_PERIOD_S:
-            gc.freeze()
-            frozen = now
     worker.join()
     return gap, took[0]
 
@@ -448,7 +304,6 @@ async def run(quick: bool, sizes: Sequence[int] | None = None) -> list[dict[str,
         rows, [2_000, 5_000, 10_000] if quick else [2_000, 5_000, 10_000, 20_000], sizes
     )
     small_work(rows)
-    gil_stalls(rows, quick)
     return rows.rows
 
 
@@ -486,12 +341,7 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     work = messages_only if args.messages_only else run
-    before = sys.getswitchinterval()
-    shorten_gil_handoffs()  # as fimlsp runs
-    try:
-        rows = asyncio.run(work(args.quick, args.sizes))
-    finally:
-        sys.setswitchinterval(before)
+    rows = asyncio.run(work(args.quick, args.sizes))
     out = out or sys.stdout
     print(json.dumps(rows, indent=1) if args.json else format_rows(rows), file=out)
     return 0

@@ -81,6 +81,9 @@ from lexer.version import NEWEST, SUPPORTED
 from lsp_server.loop_lag import STALL_MS
 
 CLASSES = ("protocol", "framing", "documents", "storm", "random")
+#: Classes run only when named (``--classes engine`` or their ``--cases``): the engine
+#: process killed with SIGKILL, and how the server recovers.
+EXTRA_CLASSES = ("engine",)
 
 #: A tiny random-weight model that wants to stop (end-of-sequence first, then
 #: closers), so constrained decoding ends at the first complete middle and the
@@ -296,6 +299,9 @@ class Tally:
     lag_ticks: Counter[str] = field(default_factory=Counter)
     lag_stalls: list[tuple[float, float, str]] = field(default_factory=list)
     rss: list[float] = field(default_factory=list)
+    engine_rss: list[float] = field(default_factory=list)
+    #: Per kill of the engine process: what it interrupted and how the server recovered.
+    engine_kills: list[dict[str, Any]] = field(default_factory=list)
     server_starts: int = 0
     output_problems: list[str] = field(default_factory=list)
 
@@ -509,9 +515,11 @@ class Fuzzer:
         self._stall(record.answered_at - record.sent_at, where)
         self.tally.probe_ms.append((record.answered_at - record.sent_at) * 1e3)
         status = record.result if isinstance(record.result, dict) else {}
-        rss = status.get("rssMb")
+        rss, engine_rss = status.get("rssMb"), status.get("engineRssMb")
         if isinstance(rss, int | float):
             self.tally.rss.append(float(rss))
+        if isinstance(engine_rss, int | float) and engine_rss > 0:
+            self.tally.engine_rss.append(float(engine_rss))
         lag, p99 = status.get("loopLagMaxMs"), status.get("loopLagP99Ms")
         if isinstance(lag, int | float) and lag > self.tally.loop_lag[0]:
             # It happened since this server's previous probe (100 ms): in this case.
@@ -1136,6 +1144,10 @@ class Fuzzer:
             "rss_mb_start": t.rss[0] if t.rss else None,
             "rss_mb_end": t.rss[-1] if t.rss else None,
             "rss_mb_max": max(t.rss) if t.rss else None,
+            "engine_rss_mb_start": t.engine_rss[0] if t.engine_rss else None,
+            "engine_rss_mb_end": t.engine_rss[-1] if t.engine_rss else None,
+            "engine_rss_mb_max": max(t.engine_rss) if t.engine_rss else None,
+            "engine_kills": t.engine_kills,
             "desyncs": len(t.desyncs),
             "desync_cases": dict(Counter(f"{d['class']}/{d['case']}" for d in t.desyncs)),
             "completions_checked": t.completions_checked,
@@ -1154,7 +1166,7 @@ class Fuzzer:
 
 
 Case = Callable[[Fuzzer, random.Random], Awaitable[None]]
-CASES: dict[str, list[tuple[str, Case]]] = {cls: [] for cls in CLASSES}
+CASES: dict[str, list[tuple[str, Case]]] = {cls: [] for cls in (*CLASSES, *EXTRA_CLASSES)}
 
 
 def case(cls: str) -> Callable[[Case], Case]:
@@ -1923,6 +1935,86 @@ async def _session(fz: Fuzzer, rng: random.Random) -> None:
         await fz.close_doc(doc)
 
 
+# ---------------------------------------------------------------- the engine killed
+
+
+async def _status(fz: Fuzzer) -> dict[str, Any]:
+    record = await fz.request("fimlsp/serverStatus", {})
+    await fz.wait_for([record], QUICK_TIMEOUT_S, barrier=False)
+    return record.result if isinstance(record.result, dict) else {}
+
+
+async def _kill_engine(fz: Fuzzer, rng: random.Random, during: str) -> None:
+    """SIGKILL to the engine process while a request runs (``request``: the quotient of a
+    large file is being built) or while a model loads (``load``: another path to the
+    model); then how long the pending request took to be answered, the new engine to be
+    ready and the next completion to come, and whether the documents are intact."""
+    pid = (await _status(fz)).get("enginePid")
+    if not isinstance(pid, int) or pid <= 0:
+        fz.log("no engine process to kill")
+        return
+    small = await fz.open_doc(SMALL)
+    link = None
+    if during == "request":
+        big = await fz.open_doc(big_text(rng, 60_000) + "values = (\n")
+        pending = await fz.complete(big, len(big.text) - 1)
+        await asyncio.sleep(0.2)  # its quotient is being built
+    else:
+        link = Path(tempfile.mkdtemp(prefix="fimlsp-fuzz-")) / "another-path.gguf"
+        link.symlink_to(Path(fz.model).resolve())
+        await fz.notify("workspace/didChangeConfiguration",
+                        {"settings": {"fimlsp": {**fz.settings, "model": str(link)}}})  # fmt: skip
+        await asyncio.sleep(0.05)  # the engine has begun loading it
+        pending = await fz.complete(small, len(small.text))
+    killed = time.perf_counter()
+    os.kill(pid, 9)
+    await fz.wait_for([pending], CASE_TIMEOUT_S, barrier=False)
+    ready_at = None
+    deadline = time.perf_counter() + CASE_TIMEOUT_S
+    while time.perf_counter() < deadline:
+        status = await _status(fz)
+        if status.get("state") == "ready" and status.get("enginePid") not in (None, 0, pid):
+            ready_at = time.perf_counter()
+            break
+        await asyncio.sleep(0.02)
+    following = await fz.complete(small, len(small.text))
+    await fz.wait_for([following], CASE_TIMEOUT_S, barrier=False)
+    items = following.result.get("items", []) if isinstance(following.result, dict) else []
+
+    def ms(moment: float | None) -> float | None:
+        return None if moment is None else round((moment - killed) * 1e3, 1)
+
+    fz.tally.engine_kills.append(
+        {
+            "during": during,
+            "answeredMs": ms(pending.answered_at),
+            "code": pending.code,
+            "readyMs": ms(ready_at),
+            "nextCompletionMs": ms(following.answered_at),
+            "nextItems": len(items),
+        }
+    )
+    await fz.sync_check(small)
+    await fz.close_doc(small)
+    if during == "request":
+        await fz.sync_check(big)
+        await fz.close_doc(big)
+    if link is not None:  # back to the model named at the start (loaded again)
+        await fz.notify("workspace/didChangeConfiguration", {"settings": {"fimlsp": fz.settings}})
+        link.unlink()
+        link.parent.rmdir()
+
+
+@case("engine")
+async def _killed_mid_request(fz: Fuzzer, rng: random.Random) -> None:
+    await _kill_engine(fz, rng, "request")
+
+
+@case("engine")
+async def _killed_mid_load(fz: Fuzzer, rng: random.Random) -> None:
+    await _kill_engine(fz, rng, "load")
+
+
 # ---------------------------------------------------------------- command line
 
 
@@ -2007,8 +2099,9 @@ def format_summary(r: dict[str, Any]) -> str:
             f"{row['stalls_ms']:.0f} ms late with {row['loop_cpu_ms']:.0f} ms of work  {where}"
         )
     lines += [
-        f"  memory        {r['rss_mb_start']} MB at start, {r['rss_mb_end']} MB at end, "
-        f"max {r['rss_mb_max']} MB",
+        f"  memory        front {r['rss_mb_start']} MB at start, {r['rss_mb_end']} MB at end, "
+        f"max {r['rss_mb_max']} MB; engine {r['engine_rss_mb_start']} MB at start, "
+        f"{r['engine_rss_mb_end']} MB at end, max {r['engine_rss_mb_max']} MB",
         f"  desyncs       {r['desyncs']} {r['desync_cases'] or ''}",
         f"  completions   {r['completions_checked']} checked, {r['invalid_completions']} invalid; "
         f"{r['beyond_depth_limits']} beyond CPython's depth limits "
@@ -2018,6 +2111,13 @@ def format_summary(r: dict[str, Any]) -> str:
         lines.append(
             f"      {item['class']}/{item['case']} ({item['kind']}): {item['middle']!r}: "
             f"{item['why'][:90]}"
+        )
+    for kill in r["engine_kills"]:
+        lines.append(
+            f"  engine killed during a {kill['during']}: its request answered in "
+            f"{kill['answeredMs']} ms (code {kill['code']}), a new engine ready in "
+            f"{kill['readyMs']} ms, the next completion in {kill['nextCompletionMs']} ms "
+            f"({kill['nextItems']} items)"
         )
     lines.append(f"  popups        {r['popups']} window/showMessage")
     for text in r["popup_samples"][:4]:
@@ -2053,7 +2153,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model", default=None, help="GGUF path (default: a tiny stopping model)")
     p.add_argument(
-        "--classes", default=",".join(CLASSES), help=f"comma-separated, from {','.join(CLASSES)}"
+        "--classes",
+        default=",".join(CLASSES),
+        help=f"comma-separated, from {','.join(CLASSES)} (default), and {','.join(EXTRA_CLASSES)}",
     )
     p.add_argument(
         "--server", default=None, help="server command (default: python -m lsp_server.cli --stdio)"
@@ -2089,10 +2191,11 @@ def options_from(args: argparse.Namespace) -> Options:
     if set(cases) - known:
         raise ValueError(f"unknown cases {sorted(set(cases) - known)}; see --list-cases")
     if cases:  # the classes of the cases named
-        classes = tuple(c for c in classes if any(n in cases for n, _ in CASES[c]))
-    unknown = set(classes) - set(CLASSES)
+        classes = tuple(c for c in CASES if any(n in cases for n, _ in CASES[c]))
+    every = (*CLASSES, *EXTRA_CLASSES)
+    unknown = set(classes) - set(every)
     if unknown or not classes:
-        raise ValueError(f"unknown classes {sorted(unknown)}; choose from {', '.join(CLASSES)}")
+        raise ValueError(f"unknown classes {sorted(unknown)}; choose from {', '.join(every)}")
     options = Options(
         seconds=args.seconds,
         messages=args.messages,

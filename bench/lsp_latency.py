@@ -462,6 +462,7 @@ def _cold_report(
         "error_samples": cold.errors[:5],
         "read_ahead_cpu_ms": _delta(after, before, "readAheadCpuMs"),
         "rss_mb_after": after.get("rssMb"),
+        "engine_rss_mb_after": after.get("engineRssMb"),
         "requests": cold.requests,
     }
 
@@ -511,6 +512,7 @@ def _report(
         "errors": len(tally.errors),
         "error_samples": tally.errors[:5],
         "rss_mb_after": final.get("rssMb"),
+        "engine_rss_mb_after": final.get("engineRssMb"),
         "max_tokens": args.max_tokens,
         "deadline_ms": args.deadline_ms,
         "typing_ms": args.typing_ms,
@@ -581,7 +583,8 @@ def summary(r: dict[str, Any]) -> str:
         f"  cancelled  {r['cancelled']} replies to {r['cancel_sent']} $/cancelRequest "
         f"({r['cancel_style']}); server stopped {r['server_cancelled']} of "
         f"{r['server_served']} requests; ack p50 {r['cancel_ack_ms_p50']} ms",
-        f"  errors     {r['errors']}; server memory after: {r['rss_mb_after']} MB",
+        f"  errors     {r['errors']}; memory after: front {r['rss_mb_after']} MB, engine "
+        f"{r['engine_rss_mb_after']} MB",
         f"  prompt     {r['prompt_share_evaluated']} of {r['prompt_tokens']} prompt tokens "
         f"read by the requests (per request: median {r['prompt_share_evaluated_p50']}); "
         f"read-ahead {r['read_ahead_cpu_ms']} ms CPU, {r['read_ahead_tokens']} tokens; "
@@ -594,7 +597,8 @@ def summary(r: dict[str, Any]) -> str:
             f"{cold['pause_ms']:.0f} ms after opening: {cold['with_completion']} with a "
             f"completion; latency p50 {cold['latency_ms_p50']} ms, p95 {cold['latency_ms_p95']} "
             f"ms, max {cold['latency_ms_max']} ms; errors {cold['errors']}; read-ahead "
-            f"{cold['read_ahead_cpu_ms']} ms CPU; server memory after: {cold['rss_mb_after']} MB"
+            f"{cold['read_ahead_cpu_ms']} ms CPU; memory after: front {cold['rss_mb_after']} MB, "
+            f"engine {cold['engine_rss_mb_after']} MB"
         )
     return "\n".join(lines)
 

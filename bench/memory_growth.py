@@ -5,17 +5,18 @@ Usage::
     python -m bench.memory_growth [--storms 20] [--changes 300] [--seed 0] [--model PATH]
         [--frames 12] [--plain] [--max-states N] [--json]
 
-Starts the real server (served as ``fimlsp --stdio`` serves it) under
-``tracemalloc`` with one extra request, ``bench/heap``, and runs storms of
-incremental changes with completion requests and cancellations
-(``bench.lsp_fuzz``'s typing storm, each on a fresh standard-library file, opened
-and closed).  After each storm, once every answer is in, ``bench/heap`` reports
-the resident memory, what ``tracemalloc`` traces, the growth since the previous
-storm grouped by the allocating line (with its caller), the sizes of every cache
-and table that could grow (pygls' future and result maps, the Earley automata
-of the recognizers and of the backward parser, the engine's quotient builders,
-the server's captured requests) and what ``malloc_trim`` gives back, which tells
-fragmentation from live objects.
+Starts the real server (served as ``fimlsp --stdio`` serves it) with one extra
+request, ``bench/heap``, and runs storms of incremental changes with completion
+requests and cancellations (``bench.lsp_fuzz``'s typing storm, each on a fresh
+standard-library file, opened and closed).  After each storm, once every answer is
+in, ``bench/heap`` reports, from the engine process (where the parser and the model
+live, under ``tracemalloc``; ``EngineProxy.inspect``), the resident memory, what
+``tracemalloc`` traces, the growth since the previous storm grouped by the allocating
+line (with its caller), the sizes of every cache and table that could grow (the
+Earley automata of the recognizers and of the backward parser, the engine's quotient
+builders) and what ``malloc_trim`` gives back, which tells fragmentation from live
+objects; and from the front, its resident memory (``frontRssMb``), pygls' future and
+result maps, the documents and the captured requests.
 """
 
 from __future__ import annotations
@@ -46,30 +47,35 @@ def _automaton_sizes(auto: Any) -> dict[str, int]:
     }
 
 
-def _tables(server: Any) -> dict[str, Any]:
-    """Every table of the server process that could grow without bound."""
-    from quotient_parser import heap, suffix
-    from quotient_parser.earley import Automaton
-    from quotient_parser.recognizer import Recognizer
-
+def _front_tables(server: Any) -> dict[str, Any]:
+    """Every table of the front process that could grow without bound."""
     protocol = server.protocol
-    builders = server.engine.planner._builders  # the per-document quotient builders
-    rights = [b._rights for b in builders.values()]
     in_flight = server.requests.counters()
-    tables: dict[str, Any] = {
+    return {
         "pygls_request_futures": len(protocol._request_futures),
         "pygls_result_types": len(protocol._result_types),
         "captured": in_flight["capturedRequests"],
         "running": in_flight["runningRequests"],
         "documents": len(server.documents),
+    }
+
+
+def _tables(engine: Any) -> dict[str, Any]:
+    """Every table of the engine process that could grow without bound."""
+    from quotient_parser import heap, suffix
+    from quotient_parser.earley import Automaton
+    from quotient_parser.recognizer import Recognizer
+
+    builders = engine.planner._builders  # the per-document quotient builders
+    rights = [b._rights for b in builders.values()]
+    tables: dict[str, Any] = {
         "builders": len(builders),
         "builder_right_contexts": sum(len(r) for r in rights),
         "builder_right_memo": sum(len(c.memo) for r in rights for c in r.values()),
         "builder_right_table": sum(len(c.table) for r in rights for c in r.values()),
         "recent_backward_parses": sum(len(keep) for keep in suffix._RECENT_PARSES),
     }
-    tables["frozen_objects"] = gc.get_freeze_count()  # set aside by gc.freeze
-    everything = _every_object()
+    everything = gc.get_objects()
     census: dict[str, int] = {}
     for obj in everything:
         kind = type(obj).__qualname__
@@ -132,18 +138,8 @@ def _malloc_mb() -> dict[str, float] | None:
     }
 
 
-def _every_object() -> list[Any]:
-    """Every object the collector tracks, the frozen ones too (``gc.get_objects``
-    alone skips what ``gc.freeze`` set aside, which in the server is almost all)."""
-    gc.unfreeze()
-    try:
-        return gc.get_objects()
-    finally:
-        gc.freeze()
-
-
 def _cyclic_garbage() -> dict[str, Any]:
-    """Collect everything, the frozen objects too, keeping what the collector found
+    """Collect everything, keeping what the collector found
     (``DEBUG_SAVEALL``): the cyclic garbage that was waiting, counted by type (the
     project's own classes always, the rest the largest), its size (``sys.getsizeof``
     of each object, not what it holds outside the cycle), the functions whose frames
@@ -151,7 +147,6 @@ def _cyclic_garbage() -> dict[str, Any]:
     time), and the resident memory after."""
     own = ("quotient_parser", "lexer", "lsp_server", "bench")
     gc.set_debug(gc.DEBUG_SAVEALL)
-    gc.unfreeze()
     try:
         found = gc.collect()
         by_type: dict[str, int] = {}
@@ -176,7 +171,6 @@ def _cyclic_garbage() -> dict[str, Any]:
     finally:
         gc.set_debug(0)
     gc.collect()  # what was saved is unreachable again: free it
-    gc.freeze()
     top = sorted(by_type.items(), key=lambda kv: -kv[1])
     shown = {k: v for i, (k, v) in enumerate(top) if i < 12 or k.split(".")[0] in own}
     return {
@@ -195,80 +189,89 @@ def _frame(frame: tracemalloc.Frame) -> str:
 
 
 def _rss_mb() -> float:
-    from lsp_server.server import rss_mb as rss
+    from lsp_server.rss import rss_mb as rss
 
     return round(rss(), 1)
 
 
-def serve(frames: int, max_states: int | None = None) -> int:
-    """The server with ``bench/heap``; tracing starts at its first call (imports under
-    ``tracemalloc`` take minutes, and only growth is of interest)."""
-    from lsp_server.server import create_server, tune_gc
-    from lsp_server.transport.serving import serve_stdio
+#: What the engine process keeps between two ``bench/heap`` calls (the last snapshot).
+_previous: list[tracemalloc.Snapshot] = []
+
+
+def engine_heap(engine: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """``bench/heap`` in the engine process (called through ``EngineProxy.inspect``);
+    tracing starts at its first call (imports under ``tracemalloc`` take minutes, and
+    only growth is of interest)."""
     from quotient_parser.recognizer import Recognizer
 
-    if max_states is not None:
-        Recognizer.max_states = max_states
+    if params.get("maxStates") is not None:
+        Recognizer.max_states = params["maxStates"]
+    if params.get("plain"):  # resident memory and tables only: what a user's server does
+        row: dict[str, Any] = {
+            "rssMb": _rss_mb(),
+            "rssAfterTrimMb": None,
+            "tracedMb": None,
+            "malloc": _malloc_mb(),
+            "growth": [],
+            "tables": _tables(engine),
+        }
+        if params.get("collect"):  # a diagnosis: what the collector had still to free
+            row["cyclicGarbage"] = _cyclic_garbage()
+        return row
+    gc.collect()
+    if not tracemalloc.is_tracing():
+        tracemalloc.start(params["frames"])
+    ignore = [tracemalloc.Filter(False, tracemalloc.__file__)]
+    snapshot = tracemalloc.take_snapshot().filter_traces(ignore)
+    rss = _rss_mb()
+    traced, _ = tracemalloc.get_traced_memory()
+    top: list[dict[str, Any]] = []
+    if _previous:
+        for stat in snapshot.compare_to(_previous[-1], "traceback")[:12]:
+            if stat.size_diff <= 0:
+                continue
+            where = [_frame(f) for f in reversed(stat.traceback[-4:])]  # innermost first
+            top.append({"kb": round(stat.size_diff / 1024, 1), "count": stat.count_diff,
+                        "where": where})  # fmt: skip
+    _previous[:] = [snapshot]
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
+    trimmed = _rss_mb() if libc is not None else rss
+    return {
+        "rssMb": rss,
+        "rssAfterTrimMb": trimmed,
+        "malloc": _malloc_mb(),
+        "tracedMb": round(traced / 2**20, 2),
+        # tracemalloc's own tables (its traceback table only grows): part of rssMb
+        "tracemallocOwnMb": round(tracemalloc.get_tracemalloc_memory() / 2**20, 2),
+        "growth": top,
+        "tables": _tables(engine),
+    }
+
+
+def serve(frames: int, max_states: int | None = None) -> int:
+    """The server with ``bench/heap``: the engine's heap (:func:`engine_heap`) and the
+    front's tables and resident memory."""
+    from lsp_server.server import create_server
+    from lsp_server.transport.serving import serve_stdio
 
     server = create_server()
-    previous: list[tracemalloc.Snapshot] = []
-    ignore = [tracemalloc.Filter(False, tracemalloc.__file__)]
 
     @server.feature("bench/heap")
-    def heap(ls: Any, params: Any) -> dict[str, Any]:
+    async def heap(ls: Any, params: Any) -> dict[str, Any]:
         def option(name: str) -> bool:
             return bool(
                 (isinstance(params, dict) and params.get(name)) or getattr(params, name, False)
             )
 
-        if option("plain"):  # resident memory and tables only: what a user's server does
-            row: dict[str, Any] = {
-                "rssMb": _rss_mb(),
-                "rssAfterTrimMb": None,
-                "tracedMb": None,
-                "malloc": _malloc_mb(),
-                "growth": [],
-                "tables": _tables(ls),
-            }
-            if option("collect"):  # a diagnosis: what the collector had still to free
-                row["cyclicGarbage"] = _cyclic_garbage()
-            return row
-        gc.collect()
-        if not tracemalloc.is_tracing():
-            tracemalloc.start(frames)
-        snapshot = tracemalloc.take_snapshot().filter_traces(ignore)
-        rss = _rss_mb()
-        traced, _ = tracemalloc.get_traced_memory()
-        top: list[dict[str, Any]] = []
-        if previous:
-            for stat in snapshot.compare_to(previous[-1], "traceback")[:12]:
-                if stat.size_diff <= 0:
-                    continue
-                where = [_frame(f) for f in reversed(stat.traceback[-4:])]  # innermost first
-                top.append(
-                    {
-                        "kb": round(stat.size_diff / 1024, 1),
-                        "count": stat.count_diff,
-                        "where": where,
-                    }
-                )
-        previous[:] = [snapshot]
-        libc = _libc()
-        if libc is not None:
-            libc.malloc_trim(0)
-        trimmed = _rss_mb() if libc is not None else rss
-        return {
-            "rssMb": rss,
-            "rssAfterTrimMb": trimmed,
-            "malloc": _malloc_mb(),
-            "tracedMb": round(traced / 2**20, 2),
-            # tracemalloc's own tables (its traceback table only grows): part of rssMb
-            "tracemallocOwnMb": round(tracemalloc.get_tracemalloc_memory() / 2**20, 2),
-            "growth": top,
-            "tables": _tables(ls),
-        }
+        asked = {"plain": option("plain"), "collect": option("collect"), "frames": frames,
+                 "maxStates": max_states}  # fmt: skip
+        row = await asyncio.wrap_future(ls.engine.inspect("bench.memory_growth:engine_heap", asked))
+        row["tables"].update(_front_tables(ls))
+        row["frontRssMb"] = _rss_mb()
+        return dict(row)
 
-    tune_gc()
     return serve_stdio(server)
 
 
@@ -303,7 +306,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             record = await fuzzer.request(
                 "bench/heap", {"plain": args.plain, "collect": args.collect}
             )
-            await fuzzer.wait_for([record], HEAP_TIMEOUT_S)
+            await fuzzer.wait_for([record], HEAP_TIMEOUT_S, barrier=False)  # the engine answers
             row = record.result if isinstance(record.result, dict) else {}
             if record.answered_at is None or record.code:  # said, not a KeyError later
                 row["unanswered" if record.answered_at is None else "errorCode"] = (
@@ -416,18 +419,15 @@ def retirement_gaps(states: int, rounds: int, seed: int) -> dict[str, Any]:
     thread (``bench.event_loop_costs``) while a worker thread retires it, drops its last
     reference (reference counting frees it there) and asks again (it is taken apart and
     the heap trimmed there), against the gap of a full collection (``gc.collect()``,
-    what freed retired generations before) with such a generation alive, with the
-    collector as ``fimlsp`` sets it (``tune_gc``)."""
+    what freed retired generations before) with such a generation alive."""
     import weakref
 
     from bench.event_loop_costs import longest_gap
-    from lsp_server.server import tune_gc
     from quotient_parser import heap
     from quotient_parser.recognizer import Recognizer
 
     version = (sys.version_info.major, sys.version_info.minor)
     texts = iter(_stdlib_texts(seed))
-    tune_gc()
     rows = []
     for _ in range(rounds):
         Recognizer.max_states = -1  # a fresh generation, grown to the size asked for

@@ -464,7 +464,8 @@ def _lsp_section(lsp: dict[str, Any]) -> list[str]:
         f"| {lsp['answered']} | {lsp['with_completion']} | {lsp['latency_ms_p50']} / "
         f"{lsp['latency_ms_p95']} ms | {lsp['pause_latency_ms_p50']} / "
         f"{lsp['pause_latency_ms_p95']} ms | {lsp['cancelled']} of {lsp['cancel_sent']} "
-        f"| {lsp['errors']} | {lsp['rss_mb_after']} MB |",
+        f"| {lsp['errors']} | front {lsp['rss_mb_after']} MB, engine "
+        f"{lsp.get('engine_rss_mb_after')} MB |",
         "",
         f"Requests read {lsp.get('prompt_share_evaluated')} of their prompt tokens themselves "
         f"(the rest came from the KV cache); read-ahead took {lsp.get('read_ahead_cpu_ms')} ms "

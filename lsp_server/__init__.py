@@ -1,9 +1,11 @@
 """fimlsp: syntax-guaranteed fill-in-the-middle completion for Python over LSP.
 
-``lsp_server.server`` is the language server, ``lsp_server.engine`` its model
-worker and ``lsp_server.planner`` what it answers, ``lsp_server.decoding`` the
-constrained decoding loop and ``lsp_server.model`` the model layer behind the
-backend interface of ``lsp_server.model.backend``.  ``fimlsp``
+``lsp_server.server`` is the language server (the front), ``lsp_server.engine`` its
+model worker, run in an engine process (``lsp_server.engine_process``, started and
+supervised by ``lsp_server.engine_proxy``), and ``lsp_server.planner`` what it
+answers, ``lsp_server.decoding`` the constrained decoding loop and
+``lsp_server.model`` the model layer behind the backend interface of
+``lsp_server.model.backend``.  ``fimlsp``
 (``lsp_server.cli``) is the command line.  docs/architecture.md has the map.
 """
 

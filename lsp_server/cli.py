@@ -24,7 +24,6 @@ from quotient_parser.newer_syntax import find_newer_syntax
 from quotient_parser.recognizer import Recognizer, SourceDecodeError, decode_source
 
 from . import __version__
-from .loop_lag import SWITCH_INTERVAL_S, shorten_gil_handoffs
 from .modes import MODES
 from .settings import AUTO_TARGET
 from .status import target_status
@@ -167,20 +166,11 @@ def _serve(args: argparse.Namespace) -> int:
     root.addHandler(handler)
     root.setLevel(args.log_level)
 
-    from .server import create_server, tune_gc
+    from .server import create_server
     from .transport.serving import serve_stdio, serve_tcp
 
-    server = create_server()
-    tune_gc()
-    shorten_gil_handoffs(args.switch_interval_ms / 1e3)
-    code = serve_tcp(server, args.host, args.port) if args.tcp else serve_stdio(server)
-    if server.engine.worker_alive:
-        # Still inside llama.cpp after the wait: leave without tearing the model down
-        # under it (interpreter finalization would free it).
-        sys.stdout.flush()
-        logging.shutdown()
-        os._exit(code)
-    return code
+    server = create_server(args.log_file)
+    return serve_tcp(server, args.host, args.port) if args.tcp else serve_stdio(server)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -202,13 +192,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _milliseconds(text: str) -> float:
-    value = float(text)
-    if not 0 < value < 1e6:
-        raise argparse.ArgumentTypeError(f"not a duration in milliseconds: {text}")
-    return value
-
-
 def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
     serve = parser.add_argument_group("language server (when no command is given)")
     transport = serve.add_mutually_exclusive_group()
@@ -223,14 +206,6 @@ def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
         default="WARNING",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="log level (default WARNING)",
-    )
-    serve.add_argument(
-        "--switch-interval-ms",
-        type=_milliseconds,
-        default=SWITCH_INTERVAL_S * 1e3,
-        metavar="MS",
-        help="the interpreter's switch interval: the longest the event loop waits for the "
-        f"GIL behind a busy worker (default {SWITCH_INTERVAL_S * 1e3:g}; CPython's is 5)",
     )
 
 

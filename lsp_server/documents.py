@@ -221,6 +221,14 @@ class TextSnapshot:
             text = self._text = "".join(self._pieces)
         return text
 
+    @property
+    def pieces(self) -> tuple[str, ...]:
+        return self._pieces
+
+    def __reduce__(self) -> tuple[type[TextSnapshot], tuple[tuple[str, ...], int]]:
+        """Pickled as its pieces (never also as the joined text)."""
+        return (TextSnapshot, (self._pieces, self.length))
+
     def sha256(self) -> str:
         """SHA-256 of the text in UTF-8 (lone surrogates as they would be encoded)."""
         if self._digest is None:

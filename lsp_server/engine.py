@@ -18,6 +18,9 @@ When the queue is empty and the user has paused, the worker reads ahead
 (:mod:`lsp_server.readahead`) for the document last opened, changed or asked about;
 a request preempts it within one short chunk.  At load, a short read measures how fast
 this machine reads prompts, which sizes the first request's prompt.
+
+It runs in the engine process (:mod:`lsp_server.engine_process`), apart from the LSP
+front's event loop; tests and benchmarks also drive it in their own process.
 """
 
 from __future__ import annotations
@@ -284,18 +287,13 @@ class Engine:
 
     # ---------------------------------------------------------------- requests
 
-    def submit(
-        self,
-        uri: str,
-        text: str | TextSnapshot,
-        offset: int,
-        settings: Settings,
-        alternatives: bool = False,
-    ) -> Request:
-        """Queue a completion; the previous request for ``uri`` is cancelled."""
-        request = Request(uri, text, offset, settings, alternatives)
+    def submit(self, request: Request) -> Request:
+        """Queue a completion; the previous request for its document is cancelled.
+        Returns the request that will answer it: ``request``, or an identical one
+        already queued or running, whose answer it shares."""
+        uri = request.uri
         self._serving.set()
-        self.read_ahead.requested(uri, text, offset)
+        self.read_ahead.requested(uri, request.source, request.offset)
         with self._lock:
             previous = self._latest.get(uri)
             if previous is not None and previous.same_question(request):

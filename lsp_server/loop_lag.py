@@ -5,46 +5,29 @@ own stalls with the time its message spent in the pipe behind megabytes of other
 messages.  :class:`LoopLag` measures the loop alone: a callback asks to run every
 :data:`PERIOD_S` and records how late it ran.  That lateness is what any callback
 ready at the time waited (a message read, an answer to write): the work on the loop
-that ran meanwhile, plus the wait for the GIL while other threads held it (the model
-worker's pure-Python quotient builds hold it for up to ``sys.getswitchinterval()`` at
-a time; a C call holds it for as long as the call runs).
+that ran meanwhile, plus the wait for the GIL while the front's other threads held it
+(reading stdin, writing stdout, talking to the engine process: all short).
 
 A stall of ``d`` ms shows in full when the callback comes due at its start, and not at
 all when it falls between two ticks: the maximum over many stalls approaches the
 longest, and every stall longer than the period is caught.  Lateness is kept in a
 histogram of 0.1 ms bins (the p99) and exactly (the maximum), in constant memory.
 A tick costs a few microseconds: about 0.05 % of a core at the default period.
-
-Much of the lateness while the worker computes is no work on the loop at all but its
-wait for the GIL: every system call the loop makes (``select``, the wake-up from another
-thread) gives the GIL away, and while the worker runs pure Python the loop gets it back
-only when the interpreter's switch interval has run out, 5 ms by default, per system
-call.  :func:`shorten_gil_handoffs` makes that wait 1 ms for the server process.  On a
-busy machine, the rest is mostly the OS not running the loop thread at all.
+On a busy machine, most lateness is the OS not running the loop thread at all.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
-import sys
 import time
 from collections import deque
 from itertools import accumulate
 
-__all__ = [
-    "PERIOD_S",
-    "STALL_MS",
-    "SWITCH_INTERVAL_S",
-    "LoopLag",
-    "Periodic",
-    "shorten_gil_handoffs",
-]
+__all__ = ["PERIOD_S", "STALL_MS", "LoopLag"]
 
 #: Seconds between the monitor's ticks.
 PERIOD_S = 0.01
-#: The interpreter's switch interval in the server process (seconds; CPython's is 5 ms).
-SWITCH_INTERVAL_S = 0.001
 #: A tick at least this late (ms) is kept, with its number, among the recent stalls.
 STALL_MS = 5.0
 _RECENT_STALLS = 64
@@ -52,31 +35,27 @@ _BINS_PER_MS = 10
 _BINS = 10_000  # up to 1 s; later is counted in the last bin (the maximum is exact)
 
 
-def shorten_gil_handoffs(interval_s: float = SWITCH_INTERVAL_S) -> None:
-    """Make a thread that wants the GIL wait at most ``interval_s`` for a busy one.
+class LoopLag:
+    """A periodic callback on one event loop that records how late it ran.
 
-    The event loop hands the GIL over at every system call and waits to get it back
-    behind the worker's pure-Python quotient builds and decoding: up to the switch
-    interval each time, several times per message.  A sampling of the loop thread's
-    stack at its late ticks under ``bench.lsp_fuzz`` found it in ``select``, a write to
-    stdout or a read of ``/proc`` nearly every time, with the worker in the recognizer.
-    A shorter interval costs the worker only the switches the loop asks for (an idle
-    loop sleeps in ``select`` without the GIL); the figures are in
-    ``bench/results/2026-11-24-server-loop-lag/README.md``.  Called once by ``fimlsp``
-    before serving, not on import: it is process-wide.
-    """
-    sys.setswitchinterval(interval_s)
+    The last :data:`_RECENT_STALLS` ticks at least :data:`STALL_MS` late are kept as
+    (tick number, ms, the loop thread's CPU ms since the tick before): a client that
+    reads the figures now and then (``bench.lsp_fuzz`` every 100 ms) tells which of
+    them came since its last read by their numbers, and so what it was sending when
+    they came.  The CPU time tells work on the loop from waiting: a stall with little
+    of it was the loop waiting for the GIL or for the OS to run it (``time.thread_time``
+    makes no system call that gives the GIL away)."""
 
-
-class Periodic:
-    """A callback that asks to run every ``period_s`` on one event loop; ``tick`` gets
-    how late it ran (seconds)."""
-
-    def __init__(self, period_s: float) -> None:
+    def __init__(self, period_s: float = PERIOD_S) -> None:
         self.period_s = period_s
         self._loop: asyncio.AbstractEventLoop | None = None
         self._due = 0.0
         self._handle: asyncio.TimerHandle | None = None
+        self.max_ms = 0.0
+        self.samples = 0
+        self._bins = [0] * _BINS
+        self.stalls: deque[tuple[int, float, float]] = deque(maxlen=_RECENT_STALLS)
+        self._cpu_s = time.thread_time()
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Tick on ``loop`` from now on (again on another loop: it moves there)."""
@@ -101,29 +80,6 @@ class Periodic:
         now = self._loop.time()
         self.tick(max(0.0, now - self._due))
         self._schedule(now)
-
-    def tick(self, late_s: float) -> None:
-        raise NotImplementedError
-
-
-class LoopLag(Periodic):
-    """A periodic callback on one event loop that records how late it ran.
-
-    The last :data:`_RECENT_STALLS` ticks at least :data:`STALL_MS` late are kept as
-    (tick number, ms, the loop thread's CPU ms since the tick before): a client that
-    reads the figures now and then (``bench.lsp_fuzz`` every 100 ms) tells which of
-    them came since its last read by their numbers, and so what it was sending when
-    they came.  The CPU time tells work on the loop from waiting: a stall with little
-    of it was the loop waiting for the GIL or for the OS to run it (``time.thread_time``
-    makes no system call that gives the GIL away)."""
-
-    def __init__(self, period_s: float = PERIOD_S) -> None:
-        super().__init__(period_s)
-        self.max_ms = 0.0
-        self.samples = 0
-        self._bins = [0] * _BINS
-        self.stalls: deque[tuple[int, float, float]] = deque(maxlen=_RECENT_STALLS)
-        self._cpu_s = time.thread_time()
 
     def tick(self, late_s: float) -> None:
         cpu_s, self._cpu_s = self._cpu_s, time.thread_time()

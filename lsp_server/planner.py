@@ -44,7 +44,6 @@ from .decoding.stopping import StopCheck
 from .lines import document_line_ends
 from .model import Backend, Interrupted
 from .prompt_budget import PromptBudget, PromptChoice
-from .release import release
 from .request import Answer, Request, Suggestion
 from .settings import Settings
 from .status import EngineState, StopReason, target_status
@@ -97,7 +96,7 @@ class Planner:
             self._shown.pop(uri, None)
             self._newer.pop(uri, None)
             for key in [k for k in self._builders if k[0] == uri]:
-                release(self._builders.pop(key))  # freed off the loop, a little at a time
+                del self._builders[key]
 
     def counters(self) -> dict[str, int]:
         with self._lock:
@@ -117,7 +116,7 @@ class Planner:
             if builder is None:
                 builder = self._builders[key] = QuotientBuilder(target)
                 while len(self._builders) > BUILDERS_KEPT:
-                    release(self._builders.popitem(last=False)[1])
+                    self._builders.popitem(last=False)
             else:
                 self._builders.move_to_end(key)
         return builder
@@ -162,7 +161,7 @@ class Planner:
         read = self._read_prompt(request, model, choice, building)
         # Asked without raising: ``result()`` would raise the future's exception through
         # this frame, whose locals hold the future: a reference cycle that outlives the
-        # request, frozen by ``gc_pacing`` before it dies and so kept until a full pass.
+        # request until a full collection.
         if isinstance(building.exception(), BuildInterrupted):
             return _nothing(request, state, StopReason.CANCELLED)
         quotient = building.result()

@@ -17,12 +17,12 @@
   good version; either is said in the log and ``fimlsp/status``.
 * **Snapshots on arrival.**  A request handler that is a coroutine starts only on a
   later turn of the event loop, after the loop may have applied more changes.  A
-  completion request is therefore captured (text and offset) and queued on the model
-  worker synchronously, when the message arrives.
+  completion request is therefore captured (text and offset) and sent to the engine
+  synchronously, when the message arrives.
 * **Large documents indexed ahead.**  A large ``didOpen`` or whole-text ``didChange`` is
   parsed on a thread (:mod:`lsp_server.transport.serving`); its text's line index is made there
   too (:meth:`FimProtocol.prepare`), so the event loop never walks the whole text.
-* **Cancellation reaches the worker.**  ``$/cancelRequest`` sets the request's cancel
+* **Cancellation reaches the engine.**  ``$/cancelRequest`` sets the request's cancel
   flag whether or not its coroutine started.
 """
 
@@ -41,7 +41,7 @@ from .transport.messages import Parsed
 
 __all__ = ["COMPLETION_METHODS", "FimProtocol"]
 
-#: Requests answered by the model worker, captured when they arrive.
+#: Requests answered by the engine, captured when they arrive.
 COMPLETION_METHODS = (types.TEXT_DOCUMENT_INLINE_COMPLETION, types.TEXT_DOCUMENT_COMPLETION)
 
 

@@ -56,6 +56,23 @@ class Request:
     def cancelled(self) -> bool:
         return self.cancel.is_set()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled whole for the engine process (:mod:`lsp_server.engine_protocol`), every
+        field but the two that belong to one process: the cancel flag goes as whether it
+        is set, the future not at all (the other side makes its own)."""
+        state = dict(self.__dict__)
+        state["cancel"] = self.cancel.is_set()
+        del state["future"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        cancelled = state.pop("cancel")
+        self.__dict__.update(state)
+        self.cancel = threading.Event()
+        if cancelled:
+            self.cancel.set()
+        self.future = Future()
+
     @property
     def text(self) -> str:
         return text_of(self.source)

@@ -2,14 +2,16 @@
 
 Built on pygls, in the shape of its example servers: the state lives in a
 :class:`FimLanguageServer` subclass, each handler is a plainly decorated function
-that calls one of its methods, and blocking work runs off the event loop (the model
-on the worker thread of :mod:`lsp_server.engine`; only ``shutdown`` waits for it).
+that calls one of its methods.  The model, the quotients and decoding run in the engine
+process (:mod:`lsp_server.engine_process`), which this process starts, supervises and
+restarts when it dies (:mod:`lsp_server.engine_proxy`); the event loop never waits
+for it.
 What it adds to pygls' defaults:
 
 * Documents are kept by :mod:`lsp_server.documents` and completion requests are
   captured when they arrive (:mod:`lsp_server.protocol` says why).
 * ``textDocument/inlineCompletion`` is advertised (pygls does not by default) and
-  served by the model worker; ``textDocument/completion`` offers the same middle as
+  served by the engine; ``textDocument/completion`` offers the same middle as
   one completion item for clients without inline completion.
 * ``$/cancelRequest`` reaches a running generation between tokens, and a newer
   request for a document cancels the older one.
@@ -28,7 +30,7 @@ What it adds to pygls' defaults:
   texts' lines indexed on a thread, documents keep an incremental line index and
   record where each edit ended (read-ahead's cursor), completion items are built
   from the snapshot's position, digests are computed once per text and off the
-  loop; the model, quotients and project files are read on the worker.
+  loop; the engine gets each document's text once per version.
 """
 
 from __future__ import annotations
@@ -36,9 +38,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import mmap
-import os
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,17 +56,17 @@ from .documents import (
     PositionError,
     position_encoding,
 )
-from .engine import Engine
-from .gc_pacing import SurvivorFreezer, tune_gc
+from .engine_proxy import EngineProxy
 from .loop_lag import LoopLag
 from .progress import LoadProgress
 from .protocol import FimProtocol
 from .request import Answer, Request
+from .rss import rss_mb
 from .settings import Settings, SettingsLayers
 from .status import SERVER_STATUS_REQUEST, STATUS_NOTIFICATION, EngineState, target_status
 from .target import path_of_uri, target_in_force
 
-__all__ = ["FimLanguageServer", "create_server", "rss_mb", "tune_gc"]
+__all__ = ["FimLanguageServer", "create_server"]
 
 log = logging.getLogger(__name__)
 
@@ -119,32 +118,34 @@ class InFlight:
 
 
 class FimLanguageServer(LanguageServer):
-    """Holds the documents, the settings, the requests in flight and the model worker."""
+    """Holds the documents, the settings, the requests in flight and the engine's proxy."""
 
-    def __init__(self) -> None:
+    def __init__(self, log_file: str | None = None) -> None:
+        """``log_file``: where the engine process logs too (else its standard error)."""
         super().__init__("fimlsp", __version__, protocol_cls=FimProtocol)
         self.documents: dict[str, Document] = {}
         self.indexed_ahead = IndexedAhead()  # line indexes of large texts, made off the loop
         self.requests = InFlight()
         self.loop_lag = LoopLag()  # how late the event loop runs (fimlsp/serverStatus)
-        self.gc_freezer = SurvivorFreezer(self.idle)  # short collector passes
         self.settings = Settings()
         self.layers = SettingsLayers()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._progress = LoadProgress(self)
         self._shown_error: str | None = None
         self._outage_shown = False  # an inference server's outage was shown
-        self.engine = Engine(on_state=self._engine_state, on_progress=self._engine_progress)
+        self.engine = EngineProxy(
+            on_state=self._engine_state, on_progress=self._engine_progress, log_file=log_file
+        )
 
     # ---------------------------------------------------------------- session
 
     def begin_session(self, params: types.InitializeParams) -> None:
-        """``initialize``: remember the event loop (the worker reports through it), the
-        client's initialization options (the first settings layer) and its workspace
-        folders (where ``auto`` targets are read)."""
+        """``initialize``: remember the event loop (the engine reports through it), start
+        the engine, and take the client's initialization options (the first settings
+        layer) and its workspace folders (where ``auto`` targets are read)."""
         self._loop = asyncio.get_running_loop()
         self.loop_lag.start(self._loop)
-        self.gc_freezer.start(self._loop)
+        self.engine.start()
         self.layers.initial = params.initialization_options
         self.folders_changed()
 
@@ -154,26 +155,17 @@ class FimLanguageServer(LanguageServer):
         workspace = self.workspace
         uris = [folder.uri for folder in workspace.folders.values()] or [workspace.root_uri]
         paths = [path_of_uri(uri) for uri in uris if uri]
-        self.engine.planner.workspace_folders = tuple(str(p) for p in paths if p is not None)
+        self.engine.workspace_folders = tuple(str(p) for p in paths if p is not None)
 
     def end_session(self) -> None:
-        """``shutdown``: cancel everything and stop the worker.  This joins the worker on
-        the event loop (for at most 2 s) on purpose: the reply must be written before an
-        ``exit`` that follows at once is handled."""
-        self.engine.shutdown(timeout=2.0)
+        """``shutdown``: cancel everything and tell the engine to stop, without waiting
+        for it (a model load must not delay the reply); ``exit`` waits for it."""
+        self.engine.stop()
 
     def shutdown(self) -> None:
-        """The process is leaving (``exit``, or the end of its input): the worker stops
-        before the model can be freed under it (a model call finishes its chunk)."""
-        self.engine.shutdown(timeout=5.0)
+        """The process is leaving (``exit``, or the end of its input)."""
+        self.engine.shutdown()
         super().shutdown()
-
-    def idle(self) -> bool:
-        """No completion request is waiting for an answer and the worker has no job."""
-        jobs = self.engine.counters()
-        return not any(self.requests.counters().values()) and not (
-            jobs["queuedJobs"] or jobs["pendingRequests"]
-        )
 
     @property
     def position_encoding(self) -> PositionEncoding:
@@ -183,7 +175,7 @@ class FimLanguageServer(LanguageServer):
         return position_encoding(getattr(encoding, "value", encoding))
 
     def _threadsafe(self, call: Callable[[], None]) -> None:
-        """Run ``call`` on the server's event loop (the model worker is another thread)."""
+        """Run ``call`` on the server's event loop (the engine's hooks run on another thread)."""
         loop = self._loop
         if loop is None or loop.is_closed():
             return
@@ -355,7 +347,7 @@ class FimLanguageServer(LanguageServer):
         self.requests.cancel(msg_id)
 
     def capture(self, msg_id: Any, params: Any) -> None:
-        """Snapshot the document for a completion request and queue it on the worker."""
+        """Snapshot the document for a completion request and send it to the engine."""
         try:
             doc = self.document(params.text_document.uri)
             offset = self.offset(doc, params.position)
@@ -367,7 +359,9 @@ class FimLanguageServer(LanguageServer):
             context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
         )
         position = types.Position(*doc.position_at(offset, self.position_encoding))
-        request = self.engine.submit(doc.uri, doc.snapshot(), offset, self.settings, invoked)
+        request = self.engine.submit(
+            Request(doc.uri, doc.snapshot(), offset, self.settings, invoked)
+        )
         self.requests.capture(msg_id, Captured(request, position))
 
     async def complete(self) -> tuple[Captured, Answer]:
@@ -399,7 +393,7 @@ class FimLanguageServer(LanguageServer):
                 target_in_force,
                 self.settings.python_version,
                 doc.uri,
-                self.engine.planner.workspace_folders,
+                self.engine.workspace_folders,
             )
             document = {
                 "version": version,
@@ -420,31 +414,7 @@ class FimLanguageServer(LanguageServer):
             "model": self.engine.detected,
             "rssMb": round(rss_mb(), 1),
             **self.loop_lag.figures(),
-            "switchIntervalMs": round(sys.getswitchinterval() * 1e3, 3),
-            **self.gc_freezer.counters(),
         }
-
-
-#: ``/proc/self/statm``, kept open by the process that opened it: (pid, descriptor).
-_statm: tuple[int, int] | None = None
-_PAGE_BYTES = mmap.PAGESIZE
-
-
-def rss_mb() -> float:
-    """Resident memory of this process (Linux /proc; 0 where unavailable).
-
-    One ``pread`` of a descriptor kept open: every system call on the event loop gives
-    the GIL away and waits to get it back behind a busy worker (``loop_lag``), and
-    opening, reading and closing a text file were several per status request.
-    """
-    global _statm
-    try:
-        if _statm is None or _statm[0] != os.getpid():  # a forked child reads its own
-            _statm = (os.getpid(), os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC))
-        pages = int(os.pread(_statm[1], 256, 0).split()[1])
-    except (OSError, ValueError, IndexError, AttributeError):  # no pread, no O_CLOEXEC
-        return 0.0
-    return pages * _PAGE_BYTES / 2**20
 
 
 # -------------------------------------------------------------------- handlers
@@ -481,8 +451,8 @@ def shutdown(ls: FimLanguageServer, params: Any) -> None:
 
 @feature(types.EXIT)
 def exit_(ls: FimLanguageServer, params: Any) -> None:
-    """Stop the worker before the process ends (pygls exits right after this)."""
-    ls.engine.shutdown(timeout=5.0)
+    """Stop the engine before the process ends (pygls exits right after this)."""
+    ls.engine.shutdown()
 
 
 @feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
@@ -553,9 +523,9 @@ async def server_status(ls: FimLanguageServer, params: Any) -> dict[str, Any]:
     return await ls.server_status(uri if isinstance(uri, str) else None)
 
 
-def create_server() -> FimLanguageServer:
-    """A server with every handler registered."""
-    server = FimLanguageServer()
+def create_server(log_file: str | None = None) -> FimLanguageServer:
+    """A server with every handler registered (``log_file``: the engine's log too)."""
+    server = FimLanguageServer(log_file)
     for method, options, handler in _FEATURES:
         server.feature(method, options)(handler)
     return server

@@ -276,8 +276,8 @@ class FinishAnalysis:
 
     def __init__(self, quotient: QuotientLanguage[Any]):
         # The quotient holds its analysis (``Quotient.finish``): held weakly, the pair is
-        # freed by reference counting, not only by a full collection (the server makes
-        # those rare: ``lsp_server/gc_pacing.py``).
+        # freed by reference counting, not only by a full collection (rare on a large
+        # heap).
         self._quotient = weakref.ref(quotient)
         self.right = quotient.right
         self.empty = quotient.empty

@@ -75,8 +75,7 @@ class QuotientLanguage(Generic[S]):
         too, since ``module_end`` makes a quotient without ``__init__``."""
         # The initial states point back at the quotient, so the quotient holds them
         # weakly (made again when asked for after they died): a cycle would be freed only
-        # by a full collection, and the server freezes what lives past 0.1 s
-        # (``lsp_server/gc_pacing.py``), which makes full collections rare.
+        # by a full collection, which comes rarely on a large heap.
         self._left_state = left_state
         self._free_initial: Callable[[], S | None] = _no_state
 

@@ -32,7 +32,7 @@ def test_latency_benchmark_runs(stopping_model: Path, cancel: str) -> None:
     assert report["errors"] == 0
     assert report["server_pending_after"] == 0
     assert report["answered"] + report["cancelled"] == 40
-    assert report["rss_mb_after"] > 0
+    assert report["rss_mb_after"] > 0 and report["engine_rss_mb_after"] > 0
     if cancel == "supersede":
         assert report["cancel_sent"] == 0
 
@@ -45,7 +45,8 @@ def test_report_shows_the_latency_figures(stopping_model: Path) -> None:
     figures = json.loads(out.getvalue())
     cold = figures["cold_open"]
     assert cold["files"] == cold["answered"] == 2 and cold["errors"] == 0
-    assert cold["rss_mb_after"] > 0 and len(cold["requests"]) == 2
+    assert cold["rss_mb_after"] > 0 and cold["engine_rss_mb_after"] > 0
+    assert len(cold["requests"]) == 2
     assert figures["prompt_tokens"] >= figures["prompt_tokens_evaluated"] > 0
     config = {"date": "today", "command": "test", "quick": True, "seed": 0, "elapsed_s": 1,
               "machine": report.machine_info()}  # fmt: skip

@@ -189,8 +189,8 @@ def test_a_dropped_quotient_is_freed_without_the_collector(
     stay_inside: bool, no_collector: None
 ) -> None:
     """A quotient, its states, its finish analysis and its ``module_end`` sibling form
-    no reference cycle: the server freezes whatever lives past 0.1 s
-    (``lsp_server/gc_pacing.py``), so a cycle would wait for a full collection."""
+    no reference cycle: a cycle would wait for a full collection, rare on the engine's
+    large heap."""
     builder = QuotientBuilder("3.12")
     quotient = builder.build("def f(x):\n    return g(", ")\n", stay_inside=stay_inside)
     state = quotient.initial.feed("x")

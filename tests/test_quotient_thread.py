@@ -122,7 +122,7 @@ def test_a_cancelled_build_leaves_no_reference_cycle(model: FimModel) -> None:
     raising it through its own frame: raised there, the exception's traceback held the
     frame, whose locals held the future, which held the exception, and the cycle kept
     the request's whole stack (quotient, text, prompt) until a full collection, which
-    the server makes rare (``lsp_server/gc_pacing.py``)."""
+    comes rarely on a large heap."""
     gc.collect()
     gc.disable()
     try:

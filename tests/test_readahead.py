@@ -35,6 +35,7 @@ from lsp_server.model.local.context import READ_AHEAD_CHUNK
 from lsp_server.planner import Planner
 from lsp_server.prompt_budget import PromptBudget, ReadSpeed
 from lsp_server.readahead import ReadAhead, edit_end
+from lsp_server.request import Request
 from lsp_server.settings import Settings
 from lsp_server.status import EngineState
 from lsp_server.target import target_in_force
@@ -182,7 +183,8 @@ def test_the_engine_reads_ahead_when_idle_and_answers_meanwhile(engine: Engine) 
     _wait_for(lambda: engine.counters()["readAheadSteps"] > before)  # after the pause
     # A short deadline: the request reads a small prompt, read-ahead the rest of the window.
     settings = Settings(model=engine._settings.model, max_tokens=16, deadline_ms=300)
-    answer = engine.submit(uri, text, len(text) - 50, settings).future.result(timeout=60)
+    request = Request(uri, text, len(text) - 50, settings)
+    answer = engine.submit(request).future.result(timeout=60)
     assert answer.status["promptTokens"] < engine.model.n_ctx // 2  # type: ignore[union-attr]
     assert answer.status["stopReason"] not in ("cancelled",), answer.status
     builder = engine.planner.builder(uri, target_in_force(settings.python_version, uri, ()).version)

@@ -370,8 +370,8 @@ async def test_large_document(client: LanguageClient) -> None:
     # The loop-lag monitor has been ticking since initialize (its figures: benchmarks).
     assert status["loopLagTicks"] > 0
     assert status["loopLagMaxMs"] >= status["loopLagP99Ms"] >= 0
-    # fimlsp waits at most 1 ms for the GIL behind its worker (loop_lag.shorten_gil_handoffs).
-    assert status["switchIntervalMs"] == 1.0
+    # The model runs in the engine process, whose memory is reported beside the front's.
+    assert status["enginePid"] > 0 and status["engineRssMb"] > 0 and status["rssMb"] > 0
     client.text_document_did_close(
         types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
     )

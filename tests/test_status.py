@@ -88,7 +88,7 @@ class Worker:
         return request.future.result(timeout=60)
 
     def submit(self, uri: str, text: str, offset: int, **changes: Any) -> Request:
-        return self.engine.submit(uri, text, offset, replace(self.settings, **changes))
+        return self.engine.submit(Request(uri, text, offset, replace(self.settings, **changes)))
 
 
 @pytest.fixture(scope="module")

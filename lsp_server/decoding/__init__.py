@@ -40,10 +40,36 @@ same against llama.cpp in process or a server.  The pieces:
 * :mod:`.result`: the ``Completion`` and its timings; :mod:`.stop_reason`: why it ended.
 """
 
-from .loop import build_prompt
-from .options import DecodeOptions
-from .request import generate
-from .result import Completion, DecodeTimes, Timings
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .loop import build_prompt
+    from .options import DecodeOptions
+    from .request import generate
+    from .result import Completion, DecodeTimes, Timings
+
+#: Each name's module, imported on first use: the LSP front imports
+#: :mod:`.stop_reason` (through :mod:`lsp_server.status`) and must not load the model
+#: and the parser with it.
+_HOMES = {
+    "Completion": ".result",
+    "DecodeOptions": ".options",
+    "DecodeTimes": ".result",
+    "Timings": ".result",
+    "build_prompt": ".loop",
+    "generate": ".request",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home, __name__), name)
+
 
 __all__ = [
     "Completion",

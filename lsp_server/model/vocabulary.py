@@ -169,7 +169,7 @@ class LlamaVocabulary:
         """A token array of at least ``cap`` entries, and its length.  Lengths are powers
         of two whose array types are kept: ctypes makes a class for every new length and
         keeps it only weakly, so one per prompt length would be cyclic garbage a call,
-        which the server's collector pacing (``gc_pacing``) may freeze for minutes."""
+        kept until a full collection."""
         size = 1 << max(6, (cap - 1).bit_length())
         kind = self._buffer_types.get(size)
         if kind is None:

@@ -154,8 +154,8 @@ def records(params: Any) -> Any:
     """Untyped params (a method lsprotocol does not know) as pygls makes them, an object
     as named tuples all the way down, but of classes made once per name and keys: pygls
     makes a class for every object of every message (``namedtuple``), about 6 KB of
-    cyclic garbage each, which the collector pacing (``gc_pacing``) may freeze for
-    minutes (``fimlsp/serverStatus`` polled ten times a second made 60 KB/s)."""
+    cyclic garbage each, kept until a full collection (``fimlsp/serverStatus`` polled
+    ten times a second made 60 KB/s)."""
     if not isinstance(params, dict):
         return params
     params = dict(params)

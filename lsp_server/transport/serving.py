@@ -88,7 +88,7 @@ class ThreadedWriter:
 
     A write on the event loop blocks it while the pipe is full (a client slow to read
     stops the whole server), and every write and flush is a system call that hands the
-    GIL over and then waits behind the worker to get it back (``loop_lag``).  The loop
+    GIL over and then waits to get it back (``loop_lag``).  The loop
     only queues the bytes; the thread writes what has queued up with one write and one
     flush.  After a write fails (the client closed its end) the rest is dropped.
     :meth:`close` writes what is queued and closes the stream.

@@ -131,7 +131,7 @@ local function check_server(opts)
     tostring(s.documents),
     tostring(s.served),
     tostring(s.cancelled),
-    tonumber(s.rssMb) or 0
+    (tonumber(s.rssMb) or 0) + (tonumber(s.engineRssMb) or 0)
   ))
 end
 

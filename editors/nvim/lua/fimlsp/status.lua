@@ -176,7 +176,7 @@ function M.describe(enabled, server_status)
         tostring(server_status.served),
         tostring(server_status.cancelled),
         tostring(server_status.queuedJobs),
-        tonumber(server_status.rssMb) or 0
+        (tonumber(server_status.rssMb) or 0) + (tonumber(server_status.engineRssMb) or 0)
       )
     )
   end
