@@ -27,7 +27,7 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import Executor, Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -123,12 +123,7 @@ class Planner:
 
     def prompt_options(self, settings: Settings, uri: str) -> DecodeOptions:
         """The options that shape the prompt of a request in ``uri`` (its budget aside)."""
-        return DecodeOptions(
-            mode=settings.mode,
-            max_tokens=settings.max_tokens,
-            top_k=settings.top_k,
-            file_path=_file_name(uri),
-        )
+        return settings_options(settings, uri)
 
     # ---------------------------------------------------------------- answering
 
@@ -177,7 +172,7 @@ class Planner:
         if read is not None and built is not None:
             # The prompt phase is what reading took beyond the quotient's construction.
             request.times.generation(built, max(built, read), None)
-        return self._generated(request, model, state, quotient, choice.budget, figures)
+        return self._generated(request, model, state, quotient, choice, figures)
 
     def _read_prompt(
         self, request: Request, model: Backend, choice: PromptChoice, building: Future[Quotient]
@@ -296,7 +291,7 @@ class Planner:
         model: Backend,
         state: EngineState,
         quotient: Quotient,
-        budget: int,
+        choice: PromptChoice,
         figures: dict[str, Any],
     ) -> Answer:
         """Generate in the line mode the settings ask for (falling back to multi-line in
@@ -305,7 +300,7 @@ class Planner:
         result, single, fell_back = generate_in_line_mode(
             quotient,
             settings.line_mode,
-            lambda single: _generate(request, model, quotient, single, budget),
+            lambda single: _generate(request, model, quotient, single, choice),
             lambda: not request.cancelled and not _late(request),
         )
         suggestions: list[Suggestion] = []
@@ -313,7 +308,7 @@ class Planner:
         if result.middle and usable and not request.cancelled:
             offered = [(result, single)]
             if request.alternatives and settings.mode == "constrained":
-                offered = _alternatives(request, model, quotient, result, single, fell_back, budget)
+                offered = _alternatives(request, model, quotient, result, single, fell_back, choice)
             for completion, lines in offered:
                 middle = document_line_ends(completion.middle, quotient, request.text)
                 stop = completion.stop_reason
@@ -335,17 +330,18 @@ def _file_name(uri: str) -> str:
 
 
 def _generate(
-    request: Request, model: Backend, quotient: Quotient, single: bool, budget: int
+    request: Request, model: Backend, quotient: Quotient, single: bool, choice: PromptChoice
 ) -> Completion:
-    """One generation within what is left of the request's deadline, from a prompt of
-    ``budget`` tokens of text."""
+    """One generation within what is left of the request's deadline, from the prompt
+    the budget chose (and read)."""
     settings = request.settings
     result = generate(
         model,
         quotient.left,
         quotient.right,
-        _options(request, single, budget),
+        _options(request, single, choice.budget),
         quotient=quotient if settings.mode == "constrained" else None,
+        prompt=(choice.prompt, choice.owed),
         target=quotient.target,
         cancel=request.cancel.is_set,
     )
@@ -354,20 +350,29 @@ def _generate(
     return result
 
 
-def _options(request: Request, single: bool, budget: int) -> DecodeOptions:
-    """The decoding settings of a generation, with what is left of the deadline and a
-    prompt of ``budget`` tokens of text."""
-    settings = request.settings
-    elapsed = time.perf_counter() - request.times.received
+def settings_options(settings: Settings, uri: str) -> DecodeOptions:
+    """The one place settings become decoding options: those of a request in ``uri``
+    (read-ahead and the prompt budget use them as they are, so that the prompt they
+    read is the one the request's generation asks for)."""
     return DecodeOptions(
         mode=settings.mode,
         max_tokens=settings.max_tokens,
         top_k=settings.top_k,
-        single_line=single,
-        deadline_s=max(0.01, settings.deadline_ms / 1e3 - elapsed),
         witness_ending=settings.witness_ending,
+        file_path=_file_name(uri),
+    )
+
+
+def _options(request: Request, single: bool, budget: int) -> DecodeOptions:
+    """The decoding settings of a generation, with what is left of the deadline and a
+    prompt of ``budget`` tokens of text."""
+    elapsed = time.perf_counter() - request.times.received
+    deadline_s = max(0.01, request.settings.deadline_ms / 1e3 - elapsed)
+    return replace(
+        settings_options(request.settings, request.uri),
+        single_line=single,
+        deadline_s=deadline_s,
         prompt_budget=budget,
-        file_path=_file_name(request.uri),
     )
 
 
@@ -378,7 +383,7 @@ def _alternatives(
     first: Completion,
     single: bool,
     fell_back: bool,
-    budget: int,
+    choice: PromptChoice,
 ) -> list[tuple[Completion, bool]]:
     """Up to ``ALTERNATIVES`` distinct complete middles (with their line mode) for an
     explicit request, best first: branches off ``first`` at its least sure steps and,
@@ -392,9 +397,9 @@ def _alternatives(
             break
         if other_mode and (attempt == 1 or not points):
             other_mode = False
-            found.append((_generate(request, model, quotient, not single, budget), not single))
+            found.append((_generate(request, model, quotient, not single, choice), not single))
         else:
-            options = _options(request, single, budget)
+            options = _options(request, single, choice.budget)
             at = points.pop(0)
             found.append((branch(model, quotient, options, first, at,
                                  cancel=request.cancel.is_set), single))  # fmt: skip

@@ -70,9 +70,10 @@ def resume(
     """Decode on after the first ``at`` steps of ``first`` (an earlier generation of the
     same request, replayed without choosing; the model's cache still holds them), with
     ``prepare`` setting the decoder up for what it does differently from there (an
-    alternative bans ``first``'s token, a restart steers at once)."""
+    alternative bans ``first``'s token, a restart steers at once).  ``first``'s prompt
+    and healed text are the request's, built once."""
     times = DecodeTimes()
-    prompt, owed = build_prompt(backend, quotient.left, quotient.right, options)
+    prompt, owed = first.prompt, first.healed
     shared = first.token_ids[:at]
     start = quotient.free_initial if first.inside_fallback else quotient.initial
     decoder = Decoder(backend, options, quotient, owed, stop, times, start=start)
@@ -86,7 +87,7 @@ def resume(
             return Completion("", StopReason.NO_VIABLE_TOKEN, False, 0, times)
         prepare(decoder)
         result = decoder.run(generation)
-    result.healed = owed
+    result.healed, result.prompt = owed, prompt
     result.inside_fallback = first.inside_fallback
     times.finished = time.perf_counter()
     result.timings = times.timings(len(prompt), result.tokens, result.parser_us)
@@ -380,12 +381,12 @@ class Decoder:
         if not self.middle.strip():
             return  # blanks alone are no suggestion
         end_logprob = ranking.end_logprob()
-        score = self.points.score(self.logprob, end_logprob, self.tokens)
         if self.opts.study_stops:
             t0 = time.perf_counter_ns()
             done = self.state.lands
             self._parser_ns += time.perf_counter_ns() - t0
             self.stops.append((self.middle, self.tokens, self.logprob, end_logprob, done))
+        score = self.points.score(self.logprob, end_logprob, self.tokens)
         if self.points.could_improve(score):
             t0 = time.perf_counter_ns()
             done = self.state.lands

@@ -50,12 +50,16 @@ def generate(
     quotient: Quotient | None = None,
     target: TargetLike = NEWEST,
     cancel: Callable[[], bool] | None = None,
+    prompt: tuple[list[int], str] | None = None,
 ) -> Completion:
     """Generate the middle between ``left`` and ``right``.
 
     ``quotient`` may be passed in to reuse one built earlier (the language
     server keeps a builder per document); it must be for (left, right).
-    ``cancel`` is polled while the prompt is read and between tokens.
+    ``cancel`` is polled while the prompt is read and between tokens.  ``prompt``: the
+    prompt's tokens and the text token healing took out of it, when the caller built
+    them already (the planner's budget chose and read them): what ``build_prompt``
+    makes for ``options``.
 
     Under ``stay_inside`` (the quotient's, or the options' for a quotient built here),
     a middle that cannot complete is looked at again: when no middle can stay inside
@@ -69,13 +73,13 @@ def generate(
     if opts.constrained and quotient is None:
         quotient = Quotient(left, right, target, stay_inside=opts.stay_inside)
         times.quotient_built = time.perf_counter()
-    prompt, owed = build_prompt(backend, left, right, opts)
+    prompt_ids, owed = build_prompt(backend, left, right, opts) if prompt is None else prompt
     rules = HeuristicFilter(left, right) if opts.mode == "heuristic" else None
-    result = _decode(backend, prompt, owed, opts, quotient, stop, times, rules=rules)
+    result = _decode(backend, prompt_ids, owed, opts, quotient, stop, times, rules=rules)
     if quotient is not None and _inside_is_why(result, quotient, stop):
-        result = _decode(backend, prompt, owed, opts, quotient, stop, times, free=True)
+        result = _decode(backend, prompt_ids, owed, opts, quotient, stop, times, free=True)
         result.inside_fallback = True
-    result.healed = owed  # before a restart, which replays the middle after it
+    result.healed, result.prompt = owed, prompt_ids  # before a restart, which starts from them
     if quotient is not None and _echo_only(result, stop):
         result = _past_the_echo(backend, quotient, opts, result, stop)
     if quotient is not None and _ran_out(result, opts, stop) and not _own_single(opts, quotient):
@@ -90,7 +94,7 @@ def generate(
     elif rules is not None:
         result.middle = rules.tidy(result.middle)
     times.finished = time.perf_counter()
-    result.timings = times.timings(len(prompt), result.tokens, result.parser_us)
+    result.timings = times.timings(len(prompt_ids), result.tokens, result.parser_us)
     return result
 
 

@@ -139,6 +139,9 @@ class Completion:
     witnesses: list[tuple[int, str]] = field(default_factory=list)
     echo_step: int | None = None
     stops: list[tuple[str, int, float, float, bool]] = field(default_factory=list)
+    #: the prompt's tokens: a second run of the same request (a restart, an
+    #: alternative) starts from them, built once
+    prompt: list[int] = field(default_factory=list)
 
     @property
     def mean_logprob(self) -> float | None:
