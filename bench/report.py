@@ -4,6 +4,7 @@ Usage::
 
     python -m bench.report [--quick] [--model SPEC] [--out DIR] [--machine NAME]
         [--seed S] [--jobs N] [--only NAME...] [--render] [PATHS...]
+    python -m bench.report --readme-table [--write] [--readme FILE]
 
 Runs, in order, with a fixed seed and without downloading anything (the corpus is
 the local standard library or PATHS, the model the configured one):
@@ -33,7 +34,11 @@ benchmarks' JSON files already in the folder are kept and appear in the report, 
 long run can be taken in parts.
 
 ``--quick`` uses small samples and finishes in a few minutes on two CPU cores;
-the full run takes hours (see the README for the last measured duration).
+the full run takes hours (``config.json`` keeps each benchmark's duration).
+
+``--readme-table`` runs nothing: it prints the README's table of current figures,
+built from the newest runs kept under ``bench/results`` (:mod:`bench.figures`), and
+with ``--write`` puts it into the README between its markers.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from bench import figures as readme_figures
 from lsp_server.modes import MODES
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -530,6 +536,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="run nothing: redraw report.md and the plots from the folder's JSON",
     )
     p.add_argument(
+        "--readme-table",
+        action="store_true",
+        help="run nothing: print the README's figures table from the newest kept runs",
+    )
+    p.add_argument(
+        "--write", action="store_true", help="with --readme-table: rewrite the README's block"
+    )
+    p.add_argument(
+        "--readme", type=Path, default=None, metavar="FILE",
+        help="with --readme-table: the README to rewrite (default: the project's)",
+    )  # fmt: skip
+    p.add_argument(
         "--only",
         nargs="+",
         choices=["quality", "coverage", "quotient", "overhead", "lsp", "budget", *USEFULNESS],
@@ -654,9 +672,28 @@ def draw(results: dict[str, Any], config: dict[str, Any], folder: Path) -> Path:
     return report
 
 
+def readme_table(write: bool, readme: Path | None, out: IO[str]) -> int:
+    """Print the README's figures table, or rewrite the README's block with it."""
+    path = readme or readme_figures.README
+    block = readme_figures.table(readme_figures.RESULTS, path.resolve().parent)
+    if not write:
+        out.write(block)
+        return 0
+    text = path.read_text(encoding="utf-8")
+    new = readme_figures.replace_block(text, block)
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+    print(f"{path}: figures table {'rewritten' if new != text else 'unchanged'}", file=out)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     out = out or sys.stdout
+    if args.readme_table:
+        return readme_table(args.write, args.readme, out)
+    if args.write or args.readme:
+        build_parser().error("--write and --readme go with --readme-table")
     date = dt.date.today().isoformat()
     folder = args.out or RESULTS / f"{date}-{args.machine or _slug(platform.node())}"
     folder.mkdir(parents=True, exist_ok=True)

@@ -363,6 +363,7 @@ class Report:
     seed: int
     results: list[TaskResult]
     elapsed_s: float = 0.0
+    line_mode: str = "auto"
 
     def to_dict(self, details: bool = False) -> dict[str, Any]:
         done = [r for r in self.results if r.error is None]
@@ -378,6 +379,7 @@ class Report:
             "temperature": self.options.temperature,
             "n": self.n,
             "seed": self.seed,
+            "line_mode": self.line_mode,
             "tasks": len(done),
             "errors": [{"task": r.task.id, "error": r.error} for r in self.results if r.error],
             "modes": {mode: mode_figures(done, mode) for mode in self.modes},
@@ -561,7 +563,8 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     progress = not args.no_progress and sys.stderr.isatty()
     results = run_tasks(tasks, spec, args.jobs, progress)
     report = Report(args.suite, args.model or "default", family, has_fim, options, modes, n,
-                    args.seed, results, time.monotonic() - started)  # fmt: skip
+                    args.seed, results, time.monotonic() - started,
+                    line_mode=args.line_mode)  # fmt: skip
     if args.json:
         json.dump(report.to_dict(args.details), out, indent=1, ensure_ascii=False)
         out.write("\n")
