@@ -111,6 +111,8 @@ class Completion:
     branching into alternatives; ``witnesses`` holds (step, finish) for each finish
     steering found, where a restart may begin; ``echo_step``, where the middle began to
     write R's next line of code again (``repeats_right``), the step to branch at.
+    ``names_off`` says why ``knownNames`` was off for the file (a star import, ``exec``,
+    ...; ``known_names.py``), None where it was on or not asked for.
     """
 
     middle: str
@@ -135,6 +137,7 @@ class Completion:
     gaps: list[float] = field(default_factory=list)
     witnesses: list[tuple[int, str]] = field(default_factory=list)
     echo_step: int | None = None
+    names_off: str | None = None
 
     @property
     def mean_logprob(self) -> float | None:
@@ -157,4 +160,5 @@ class Completion:
             "witness": self.witness,
             "inside_fallback": self.inside_fallback,
             "restarted": self.restarted,
+            "known_names_off": self.names_off,
         }
