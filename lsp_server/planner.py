@@ -367,6 +367,7 @@ def _options(request: Request, single: bool, budget: int) -> DecodeOptions:
         single_line=single,
         deadline_s=max(0.01, settings.deadline_ms / 1e3 - elapsed),
         witness_ending=settings.witness_ending,
+        known_names=settings.known_names,
         prompt_budget=budget,
         file_path=_file_name(request.uri),
     )
