@@ -12,11 +12,10 @@ is followed by a symbol that makes it a load (``np.``, ``foo(``, ``x +``), and i
 neither bound where the cursor is (``scopes.py``) nor by the middle so far.  Where the
 lexer's pending text can only make it a load (``np.``: ``.``, ``...``), that counts too.
 It is false as well when a load position holds a name being typed that no known name
-begins (after an operator, ``return``, ``not``, an assignment's ``=`` and the like, where
-``:=`` cannot make the name a target): every way to finish it would be a violation, and
-refusing it at once spares the decoder a dead end (refused after ``x = np``, the model
-wrote ``x = nparray = nparray(values)``).  The one correct middle this refuses is a
-chained assignment to a new name after the first ``=`` (``a = `` + ``b = 0``).
+begins (after an operator, ``return``, ``not`` and the like, where neither an assignment
+nor ``:=`` can make the name a target): every way to finish it would be a violation, and
+refusing it at once spares the decoder a dead end.  Not after an assignment's ``=``: a
+chained assignment to a new name (``width = max_width = 0``) is correct there.
 
 ``ends_ok`` is the check where the middle would end: the middle joined with R's first
 characters (``fo`` + R's ``o(x)`` loads ``foo``), the loads waiting in brackets that R
@@ -26,7 +25,7 @@ first lines are allowed: false positives are worse than misses.
 
 from __future__ import annotations
 
-from lexer import LexError, LexState
+from lexer import LexError, LexState, Symbol
 from lexer.text import line_end_offsets
 
 from .scopes import KnownNames
@@ -36,9 +35,9 @@ __all__ = ["NameGuard"]
 
 #: Symbols after which a name is a load that no assignment or ``:=`` can make a target.
 _PLAIN_LOAD_AFTER = frozenset(
-    {"+", "-", "*", "/", "//", "%", "**", "@", "<<", ">>", "&", "|", "^", "~", "<", ">",
+    {"+", "-", "*b", "**b", "/", "//", "%", "@", "<<", ">>", "&", "|", "^", "~", "<", ">",
      "<=", ">=", "==", "!=", "not", "and", "or", "in", "is", "return", "yield", "await",
-     "assert", "raise", "from", "else", "->", ":", "with", "except", "=", "+=", "-=", "*=",
+     "assert", "raise", "from", "else", "->", ":", "with", "except", "+=", "-=", "*=",
      "/=", "//=", "%=", "**=", "@=", "&=", "|=", "^=", ">>=", "<<="}
 )  # fmt: skip
 #: Lines of R read at most to settle the middle's waiting loads where it ends.
@@ -68,6 +67,7 @@ class NameGuard:
         walker = known.walker.clone()
         walker.is_known = known.names.__contains__
         walker.checked_from = known.left_chars
+        walker.dedents = 0  # counted from the cursor's block
         return cls(known, right, known.lex, walker)
 
     def feed(self, text: str) -> NameGuard:
@@ -94,9 +94,26 @@ class NameGuard:
                 else:
                     if symbols:
                         walker = walker.clone()
-                        walker.feed(symbols)
+                        if self.known.hidden:
+                            self._feed_widening(walker, symbols)
+                        else:
+                            walker.feed(symbols)
             self._lex, self._walker = lex, walker
         return self._lex, self._walker
+
+    def _feed_widening(self, walker: Walker, symbols: list[Symbol]) -> None:
+        """Feed ``symbols``; where the middle starts a line in the body of a class whose
+        names the cursor's function hides, they are visible from there on (never taken
+        back: misses over false refusals)."""
+        base = len(self.known.lex.indent_levels)
+        for symbol in symbols:
+            starting = walker.start and symbol[0] not in ("INDENT", "DEDENT", "NEWLINE")
+            walker.step(symbol)
+            if not starting:
+                continue
+            for blocks, names in self.known.hidden:
+                if base - walker.dedents <= blocks and not names <= walker.bound:
+                    walker.bound = walker.bound | names
 
     @property
     def violation(self) -> str | None:
@@ -134,8 +151,7 @@ class NameGuard:
         prev = walker.prev
         if prev not in _PLAIN_LOAD_AFTER:
             return False
-        context = walker.context()
-        if context != "load" and not (context == "stmt" and prev == "="):
+        if walker.context() != "load":
             return False
         if walker.defers_to_end or walker.in_element():
             return False  # it may be a comprehension's element, or defined later

@@ -59,6 +59,9 @@ class KnownNames:
     #: the lexer after L
     lex: LexState
     left_chars: int
+    #: (blocks, names): a class's names, hidden at the cursor by a function nested in
+    #: it, visible where the middle starts a line in the class's body (``blocks`` open)
+    hidden: tuple[tuple[int, frozenset[str]], ...] = ()
     _sorted: tuple[str, ...] | None = field(default=None, repr=False)
 
     def has_prefix(self, prefix: str) -> bool:
@@ -84,14 +87,18 @@ class _Sink:
 
     def __init__(self, source: str) -> None:
         self.source = source  # L + R: the text symbol offsets point into
+        self.returns = "\r" in source  # lone \r line ends are rare: one search less
         self.stack = [_Scope("module", -1)]
         self.opening: _Scope | None = None  # a header's scope, until its body
         self.column = 0  # of the current logical line
         self.disabled: str | None = None
+        self.everything: set[str] = set()  # every name bound, in any scope
 
     def statement(self, start: int) -> None:
         source = self.source
-        line_start = max(source.rfind("\n", 0, start), source.rfind("\r", 0, start)) + 1
+        line_start = source.rfind("\n", 0, start) + 1
+        if self.returns:
+            line_start = max(line_start, source.rfind("\r", 0, start) + 1)
         head = source[line_start:start]
         if head.strip(" \t\f"):
             return  # not the first statement of its line (after ``;`` or a header's ``:``)
@@ -104,9 +111,11 @@ class _Sink:
 
     def bind(self, name: str) -> None:
         self.stack[-1].names.add(name)
+        self.everything.add(name)
 
     def bind_param(self, name: str) -> None:
         (self.opening or self.stack[-1]).names.add(name)
+        self.everything.add(name)
 
     def bind_global(self, name: str) -> None:
         self.stack[0].names.add(name)
@@ -218,6 +227,11 @@ def known_names(left: str, right: str, target: TargetLike, extra: str = "") -> K
     _, right_symbols = lex_tolerant(lex, right, len(left))
     walker.feed(right_symbols)
     walker.feed([("NEWLINE", "", len(source)), ("ENDMARKER", "", len(source))])
+    if _in_string(lex):
+        # the middle may close the string, so that R's quotes pair up unlike they do
+        # after L alone: R's lines read afresh too, their bindings all at module level
+        rest = right[min((end for end in line_end_offsets(right)), default=len(right)) :]
+        chain[0].names |= _module_names(rest, version, everywhere=True)
     disabled = sink.disabled
     if disabled is None and (_namespace_writes(left_symbols) or _namespace_writes(right_symbols)):
         disabled = "a write through globals(), locals() or vars()"
@@ -227,22 +241,35 @@ def known_names(left: str, right: str, target: TargetLike, extra: str = "") -> K
     if open_column is not None:
         while definite > 0 and chain[definite].column >= open_column:
             definite -= 1
+    hidden = []
     for index, scope in enumerate(chain):
         if scope.kind == "class" and index < definite:
-            continue  # a class's names are not visible in scopes nested in it
+            # not visible in the function nested in it, unless the middle leaves it
+            header = chain[index + 1].column
+            blocks = sum(column <= header for column, _ in lex.indent_levels)
+            hidden.append((blocks, frozenset(scope.names)))
+            continue
         names |= scope.names
     if opening is not None:
         names |= opening.names  # the cursor is in a header: its parameters so far
     if extra:
         names |= _module_names(extra, version)
-    return KnownNames(frozenset(names), disabled, cursor_walker, lex, len(left))
+    return KnownNames(frozenset(names), disabled, cursor_walker, lex, len(left), tuple(hidden))
 
 
-def _module_names(text: str, version: TargetVersion) -> set[str]:
-    """The names ``text`` binds at module level."""
+def _in_string(lex: LexState) -> bool:
+    """Whether the lexer is inside a string literal or an f-string."""
+    pending = lex.pending.lstrip("rRbBuUfFtT")
+    return bool(lex.fstring_quotes) or pending[:1] in ("'", '"')
+
+
+def _module_names(text: str, version: TargetVersion, everywhere: bool = False) -> set[str]:
+    """The names ``text`` binds at module level (``everywhere``: in any scope)."""
     sink = _Sink(text)
     walker = Walker(sink)
     _, symbols = lex_tolerant(LexState.initial(version), text, 0)
     walker.feed(symbols)
     walker.feed([("NEWLINE", "", len(text)), ("ENDMARKER", "", len(text))])
+    if everywhere:
+        return sink.everything
     return set(sink.stack[0].names)

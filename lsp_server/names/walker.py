@@ -86,7 +86,7 @@ class Walker:
 
     __slots__ = (
         "as_bracket", "as_next", "assigned", "bound", "checked_from", "checked_to",
-        "defers_to_end", "first", "for_depths", "frames", "fstrings", "header", "import_seen",
+        "dedents", "defers_to_end", "first", "for_depths", "frames", "fstrings", "header", "import_seen",
         "is_known", "lambdas", "late", "local", "pending", "prev", "sink", "staged", "start",
         "statement", "targets", "violation",
     )  # fmt: skip
@@ -118,6 +118,7 @@ class Walker:
         self.header = ""  # def_name, def_after, def_done, class_name, class_after
         self.import_seen = False  # ``from x import``: past ``import``
         self.defers_to_end = False  # the middle opened a def
+        self.dedents = 0  # DEDENTs less INDENTs read (the middle leaving blocks)
         self.late: tuple[tuple[str, int], ...] = ()  # loads checked when the middle ends
         self.violation: str | None = None
 
@@ -135,7 +136,8 @@ class Walker:
 
     def step(self, symbol: Symbol) -> None:
         kind, text, start = symbol
-        if kind in ("INDENT", "DEDENT"):
+        if kind == "INDENT" or kind == "DEDENT":
+            self.dedents += 1 if kind == "DEDENT" else -1
             return
         if self.pending is not None:
             self.decide(kind)
@@ -162,6 +164,8 @@ class Walker:
             self._close()
         else:
             self._other(kind)
+        if (kind == "*" or kind == "**") and self.prev in _EXPRESSION_END:
+            kind += "b"  # binary: no starred target or unpacking follows
         self.prev = kind
 
     # -- names --------------------------------------------------------------
@@ -191,8 +195,8 @@ class Walker:
             return "bind"
         if self.lambdas and self.lambdas[-1][0] == depth and not self.lambdas[-1][1]:
             return "local"
-        if self.for_depths and self.for_depths[-1] == depth:
-            return "for"
+        if self.for_depths and self.for_depths[-1] <= depth:
+            return "for"  # (deeper: a parenthesized target, ``for (a, b) in``)
         if depth:
             kind = self.frames[-1][0]
             if kind == "typeparams":
@@ -387,7 +391,7 @@ class Walker:
             self.as_next = False
             if depth:
                 frame, comma, fored, deferred = self.frames[-1]
-                if not comma:
+                if not comma and not fored:  # (after ``for``: a comprehension's targets)
                     self.frames = (*self.frames[:-1], (frame, True, fored, ()))
                     if deferred:
                         self._settle(deferred)
