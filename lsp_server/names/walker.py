@@ -86,9 +86,9 @@ class Walker:
 
     __slots__ = (
         "as_bracket", "as_next", "assigned", "bound", "checked_from", "checked_to",
-        "dedents", "defers_to_end", "first", "for_depths", "frames", "fstrings", "header", "import_seen",
-        "is_known", "lambdas", "late", "local", "pending", "prev", "sink", "staged", "start",
-        "statement", "targets", "violation",
+        "dedents", "defers_to_end", "first", "for_depths", "frames", "fstrings", "header",
+        "import_seen", "is_known", "lambdas", "late", "local", "pending", "prev", "sink",
+        "staged", "start", "statement", "targets", "violation",
     )  # fmt: skip
 
     def __init__(self, sink: ScopeSink | None = None) -> None:
