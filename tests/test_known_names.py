@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.undefined_names import undefined_in_middle
 from lsp_server.decoding import DecodeOptions, generate
 from lsp_server.model import FimModel, ModelError
 from lsp_server.model.catalog import find_model, model_path
@@ -261,11 +262,11 @@ def test_the_decoder_refuses_an_unknown_name_the_model_wants(qwen: FimModel) -> 
     )
     assert "np." in free.middle  # the temptation is real
     guarded = generate(qwen, left, right, options, target=TARGET)
-    assert guarded.complete and guarded.middle.strip()
-    assert "np" not in guarded.middle.split("(")[0]
-    known = known_names(left, right, TARGET)
-    refused = NameGuard.start(known, right).feed(guarded.middle)
-    assert refused.ends_ok and guarded.names_off is None
+    assert guarded.complete and guarded.middle.strip() and guarded.names_off is None
+    assert "np." not in guarded.middle
+    # pyflakes, not the guard, judges the result: no name the middle loads is unbound
+    assert undefined_in_middle(left, guarded.middle, right) == []
+    assert undefined_in_middle(left, free.middle, right) == ["np"]
 
 
 def test_a_file_with_a_star_import_is_not_checked(qwen: FimModel) -> None:
