@@ -30,6 +30,7 @@ Python is dynamic: a star import, a write through ``globals()``, ``locals()`` or
 from __future__ import annotations
 
 import bisect
+import itertools
 from dataclasses import dataclass, field
 
 from lexer import LexError, LexState, Symbol
@@ -224,12 +225,13 @@ def known_names(left: str, right: str, target: TargetLike, extra: str = "") -> K
     last_line = left[max(left.rfind("\n"), left.rfind("\r")) + 1 :]
     # the cursor's line holds only indentation: the middle may indent further
     open_column = len(last_line.expandtabs(8)) if walker.start and not last_line.strip() else None
-    _, right_symbols = lex_tolerant(lex, right, len(left))
+    after, right_symbols = lex_tolerant(lex, right, len(left))
     walker.feed(right_symbols)
     walker.feed([("NEWLINE", "", len(source)), ("ENDMARKER", "", len(source))])
-    if _in_string(lex):
-        # the middle may close the string, so that R's quotes pair up unlike they do
-        # after L alone: R's lines read afresh too, their bindings all at module level
+    if _in_string(lex) or after.bracket_depth or _in_string(after) or _resets(right_symbols):
+        # R read after L alone pairs its quotes or brackets unlike the file does (the
+        # middle closes a string or a bracket L opened, or R's own): R's lines are read
+        # afresh too, their bindings all at module level
         rest = right[min((end for end in line_end_offsets(right)), default=len(right)) :]
         chain[0].names |= _module_names(rest, version, everywhere=True)
     disabled = sink.disabled
@@ -255,6 +257,11 @@ def known_names(left: str, right: str, target: TargetLike, extra: str = "") -> K
     if extra:
         names |= _module_names(extra, version)
     return KnownNames(frozenset(names), disabled, cursor_walker, lex, len(left), tuple(hidden))
+
+
+def _resets(symbols: list[Symbol]) -> bool:
+    """Whether ``lex_tolerant`` had to start afresh (its symbols' offsets go back)."""
+    return any(a[2] > b[2] for a, b in itertools.pairwise(symbols))
 
 
 def _in_string(lex: LexState) -> bool:
