@@ -88,8 +88,10 @@ from bench.grammar_coverage import (
 )
 from bench.harness import rounded_percentile
 from bench.quotient_check import CUT_KINDS, Corpus, Cut, make_cuts
+from bench.undefined_names import undefined_in_middle
 from lexer.version import TargetVersion
 from lsp_server.decoding import Completion, DecodeOptions, build_prompt, generate
+from lsp_server.decoding.edit_distance import edit_similarity
 from lsp_server.model import Backend, FimModel, ModelError, open_model
 from lsp_server.modes import MODES
 from quotient_parser.quotient import Quotient, QuotientBuilder
@@ -125,6 +127,9 @@ class Run:
     success: bool = False
     verdict: str = ""  # the oracle's words when it rejects (or gave no answer)
     comments_out_right: bool = False  # a success only by commenting out R's first line
+    #: names the middle loads that are bound nowhere (pyflakes' F821 inside the middle);
+    #: None where not judged (the file does not parse, or the middle is blank)
+    undefined: list[str] | None = None
 
     @classmethod
     def of(cls, c: Completion) -> Run:
@@ -167,6 +172,8 @@ class CaseResult:
     inside: dict[Literal["on", "off"], Run] = field(default_factory=dict)
     #: whether the true middle stays inside the construct at the cursor (--inside-compare)
     true_stays_inside: bool | None = None
+    #: constrained with knownNames on and off (--names-compare)
+    names: dict[Literal["on", "off"], Run] = field(default_factory=dict)
     #: per token budget, per variant of SWEEP_VARIANTS (--budgets)
     sweep: dict[int, dict[str, Run]] = field(default_factory=dict)
     error: str | None = None
@@ -181,6 +188,7 @@ class Config:
     target: TargetVersion
     heal_compare: bool = False
     inside_compare: bool = False
+    names_compare: bool = False
     budgets: tuple[int, ...] = ()
 
 
@@ -224,12 +232,18 @@ class CaseRunner:
                     "on": flipped, "off": same}  # fmt: skip
             if self.cfg.inside_compare:
                 self._inside(result, left, right)
+            if self.cfg.names_compare:
+                other = replace(opts, mode="constrained", known_names=not opts.known_names)
+                same, flipped = result.runs["constrained"], self._complete(left, right, other)
+                result.names = {"on": same, "off": flipped} if opts.known_names else {
+                    "on": flipped, "off": same}  # fmt: skip
             for budget in self.cfg.budgets:
                 result.sweep[budget] = self._sweep(result, left, right, budget)
         except ModelError as exc:
             result.error = str(exc)
             return result
         runs = [*result.runs.values(), *result.heal.values(), *result.inside.values()]
+        runs += result.names.values()
         runs += [run for variants in result.sweep.values() for run in variants.values()]
         verdicts = self.oracle.check_many([left + r.middle + right for r in runs])
         for r, verdict in zip(runs, verdicts):
@@ -238,6 +252,8 @@ class CaseRunner:
             r.comments_out_right = r.success and comments_out_right(
                 left, r.middle, right, cut.middle
             )
+            if r.success and r.middle.strip():
+                r.undefined = undefined_in_middle(left, r.middle, right)
         return result
 
     def _inside(self, result: CaseResult, left: str, right: str) -> None:
@@ -291,6 +307,7 @@ class Report:
     options: DecodeOptions
     heal_compare: bool
     inside_compare: bool = False
+    names_compare: bool = False
     files_used: int = 0
     files_skipped: int = 0
     results: list[CaseResult] = field(default_factory=list)
@@ -314,6 +331,8 @@ class Report:
             "claimed_success_but_invalid": sum(x.claimed_but_invalid for x in runs),
             "success_commenting_out_right": sum(x.comments_out_right for x in runs),
             "exact_match": exact,
+            "edit_similarity": _edit_similarity(runs, self.done),
+            **_undefined_figures(runs),
             "tokens": tokens,
             "tokens_per_s": round(tokens / (gen_ms / 1e3), 1) if gen_ms > 0 else None,
             "total_ms": round(sum(x.total_ms for x in runs), 1),
@@ -374,6 +393,24 @@ class Report:
             "true_middle_stays_inside": sum(r.true_stays_inside is True for r in cases),
         }
 
+    def names_stats(self) -> dict[str, object] | None:
+        """Constrained decoding with knownNames on against off (--names-compare)."""
+        if not self.names_compare:
+            return None
+        cases = [r for r in self.done if r.names]
+        out: dict[str, object] = {"cuts": len(cases)}
+        for side in ("on", "off"):
+            runs = [r.names[side] for r in cases]
+            out[side] = {
+                "success": sum(x.success for x in runs),
+                "exact_match": sum(x.middle == r.cut.middle for x, r in zip(runs, cases)),
+                "edit_similarity": _edit_similarity(runs, cases),
+                **_undefined_figures(runs),
+                "stop_reasons": dict(Counter(x.stop_reason for x in runs).most_common()),
+            }
+        out["answers_changed"] = sum(r.names["on"].middle != r.names["off"].middle for r in cases)
+        return out
+
     def sweep_stats(self) -> dict[str, object] | None:
         """Per token budget, for each of SWEEP_VARIANTS (--budgets): successes, exact
         matches, witness endings, and the mean length-normalised log-probability."""
@@ -410,6 +447,7 @@ class Report:
             **self._timings(),
             "token_healing_compare": self.heal_stats(),
             "stay_inside_compare": self.inside_stats(),
+            "known_names_compare": self.names_stats(),
             "budget_sweep": self.sweep_stats(),
             "elapsed_s": round(self.elapsed_s, 1),
         }
@@ -440,6 +478,7 @@ class Report:
             "steering": opts.steer,
             "witness_ending": opts.witness_ending,
             "stay_inside": opts.stay_inside,
+            "known_names": opts.known_names,
             "further_down": opts.further_down,
         }
 
@@ -557,7 +596,9 @@ class Report:
                 f"  {mode:<14}{m['success']:>4}/{d['cases']} parse ({m['success_non_empty']} "
                 f"non-empty), {m['exact_match']} exact, "
                 f"{m['claimed_success_but_invalid']} claimed but invalid, "
-                f"{m['success_commenting_out_right']} commenting out R; "
+                f"{m['success_commenting_out_right']} commenting out R, edit similarity "
+                f"{m['edit_similarity']}, undefined names in {m['with_undefined_name']}/"
+                f"{m['judged']} ({m['undefined_name_rate']}); "
                 f"{m['tokens']} tokens at {m['tokens_per_s']} tok/s; stops {m['stop_reasons']}"
             )
         c = d["constrained"]
@@ -613,6 +654,18 @@ class Report:
                 f"{inside['fallbacks']} fallbacks; true middle inside in "
                 f"{inside['true_middle_stays_inside']}"
             )
+        names = d["known_names_compare"]
+        if isinstance(names, dict):
+            on, off = names["on"], names["off"]
+            assert isinstance(on, dict) and isinstance(off, dict)
+            lines.append(
+                f"  knownNames         {names['cuts']} cuts: answer changed in "
+                f"{names['answers_changed']}; on: {on['exact_match']} exact, edit similarity "
+                f"{on['edit_similarity']}, undefined names {on['with_undefined_name']}/"
+                f"{on['judged']}; off: {off['exact_match']} exact, edit similarity "
+                f"{off['edit_similarity']}, undefined names {off['with_undefined_name']}/"
+                f"{off['judged']}"
+            )
         sweep = d["budget_sweep"]
         if isinstance(sweep, dict):
             lines.append(f"  budget sweep       {sweep['cases']} cuts, budgets {sweep['budgets']}:")
@@ -657,6 +710,26 @@ def _steering_figures(runs: Sequence[Run]) -> dict[str, object]:
         "restarted_successes": sum(x.restarted for x in successes),
         "mean_logprob": _mean_logprob(runs),
         "mean_logprob_middles": sum(x.mean_logprob is not None and bool(x.middle) for x in runs),
+    }
+
+
+def _edit_similarity(runs: Sequence[Run], cases: Sequence[CaseResult]) -> float | None:
+    """The mean edit similarity of the middles to the true ones."""
+    if not runs:
+        return None
+    total = sum(edit_similarity(x.middle, r.cut.middle) for x, r in zip(runs, cases))
+    return round(total / len(runs), 4)
+
+
+def _undefined_figures(runs: Sequence[Run]) -> dict[str, object]:
+    """Of the non-empty middles that parse: how many load a name bound nowhere."""
+    judged = [x for x in runs if x.undefined is not None]
+    undefined = [x for x in judged if x.undefined]
+    return {
+        "judged": len(judged),
+        "with_undefined_name": len(undefined),
+        "undefined_name_rate": round(len(undefined) / len(judged), 4) if judged else None,
+        "undefined_names": sorted({name for x in undefined for name in x.undefined or ()}),
     }
 
 
@@ -741,8 +814,16 @@ def _case_dict(r: CaseResult) -> dict[str, object]:
                 "inside_fallback": run.inside_fallback,
                 "restarted": run.restarted,
                 "mean_logprob": None if run.mean_logprob is None else round(run.mean_logprob, 4),
+                "undefined_names": run.undefined,
             }
             for mode, run in r.runs.items()
+        },
+        "known_names_off": None
+        if not r.names
+        else {
+            "middle": r.names["off"].middle,
+            "success": r.names["off"].success,
+            "undefined_names": r.names["off"].undefined,
         },
         "stay_inside_off": None
         if not r.inside
@@ -890,6 +971,16 @@ def add_decoding_arguments(p: argparse.ArgumentParser) -> None:
         help="also run constrained decoding with stayInside switched the other way",
     )
     p.add_argument(
+        "--no-known-names",
+        action="store_true",
+        help="constrained middles may load names bound nowhere (knownNames: false)",
+    )
+    p.add_argument(
+        "--names-compare",
+        action="store_true",
+        help="also run constrained decoding with knownNames switched the other way",
+    )
+    p.add_argument(
         "--budgets",
         type=int,
         nargs="+",
@@ -997,6 +1088,7 @@ def decode_options(args: argparse.Namespace) -> DecodeOptions:
         steer=not args.no_steering,
         witness_ending=args.witness_ending,
         stay_inside=not args.no_stay_inside,
+        known_names=not args.no_known_names,
     )
 
 
@@ -1010,7 +1102,8 @@ def _run(
               "verdicts may differ", file=sys.stderr)  # fmt: skip
     kinds = CUT_KINDS if args.cuts == "both" else (args.cuts,)
     cfg = Config(decode_options(args), target, heal_compare=args.heal_compare,
-                 inside_compare=args.inside_compare, budgets=tuple(args.budgets))  # fmt: skip
+                 inside_compare=args.inside_compare, names_compare=args.names_compare,
+                 budgets=tuple(args.budgets))  # fmt: skip
     corpus = Corpus(files, oracle)
     if args.failures_from:
         cuts = failed_cuts(args.failures_from)
@@ -1041,6 +1134,7 @@ def _run(
         options=cfg.options,
         heal_compare=args.heal_compare,
         inside_compare=args.inside_compare,
+        names_compare=args.names_compare,
         files_used=corpus.used,
         files_skipped=corpus.skipped,
         results=results,

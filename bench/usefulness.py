@@ -3,7 +3,7 @@
 Usage::
 
     python -m bench.usefulness SUITE [--model SPEC] [--n N] [--seed S] [--max-tokens N]
-        [--jobs N] [--modes MODE...] [--json] [--details]
+        [--jobs N] [--modes MODE...] [--names-compare] [--json] [--details]
 
 Suites: ``humaneval-single-line``, ``humaneval-multi-line``, ``humaneval-random-span``
 (:mod:`bench.humaneval`: Bavarian et al.'s tasks, judged by the problems' tests) and
@@ -28,7 +28,10 @@ exact match and first-line exact match (trailing blanks aside; the first line is
 first non-blank one of each), edit similarity (one less the Levenshtein distance over
 the longer length), *repeats R* (a line of the middle, not one of the true middle's own
 lines, equals the first non-blank line after the cursor: code the user already has),
-empty answers (never a success), tokens and milliseconds.
+empty answers (never a success), tokens and milliseconds, and the undefined-name rate
+(of the non-empty valid middles, the share that load a name bound nowhere, as pyflakes'
+F821 reports it inside the middle: ``bench/undefined_names.py``).  ``--names-compare``
+adds constrained decoding with ``knownNames`` off (``constrained_known_names_off``).
 """
 
 from __future__ import annotations
@@ -43,11 +46,12 @@ import warnings
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from bench.harness import rounded_percentile, with_progress
 from bench.humaneval import KINDS as HUMANEVAL_KINDS
 from bench.humaneval import InfillTask, infill_tasks, run_tests
+from bench.undefined_names import undefined_in_middle
 from lexer.version import TargetVersion
 from lsp_server.decoding import Completion, DecodeOptions, build_prompt, generate
 from lsp_server.decoding.checked import checked_prefix
@@ -60,6 +64,8 @@ from quotient_parser.quotient import Quotient
 __all__ = ["SUITES", "Task", "main", "repeats_right"]
 
 SUITES = (*(f"humaneval-{kind}" for kind in HUMANEVAL_KINDS), "lines", "blocks")
+#: Constrained decoding with knownNames off, beside the modes (``--names-compare``).
+NAMES_OFF = "constrained_known_names_off"
 #: Tasks drawn when ``--n`` is not given (None: all).
 _DEFAULT_N: dict[str, int | None] = {
     "humaneval-single-line": None,
@@ -171,6 +177,9 @@ class ModeRun:
     complete: bool | None = None  # what the mode claims (None: a mode that does not check)
     valid: bool = False
     passed: bool | None = None  # None: the task has no tests
+    #: names the middle loads that are bound nowhere (pyflakes' F821 in the middle; None:
+    #: not judged, the file does not parse or the middle is blank)
+    undefined: list[str] | None = None
 
     def figures(self, task: Task) -> dict[str, Any]:
         middle, truth = self.middle.rstrip(), task.truth.rstrip()
@@ -185,6 +194,7 @@ class ModeRun:
             "edit_similarity": edit_similarity(middle, truth),
             "repeats_right": repeats_right(self.middle, task.right, task.truth),
             "claimed_but_invalid": self.complete is True and not self.valid,
+            "undefined": None if self.undefined is None else bool(self.undefined),
         }
 
 
@@ -204,7 +214,7 @@ class Runner:
     """Completes tasks with one model in every mode and judges the middles."""
 
     def __init__(
-        self, model: Backend, options: DecodeOptions, modes: Sequence[Mode], line_mode: LineMode
+        self, model: Backend, options: DecodeOptions, modes: Sequence[str], line_mode: LineMode
     ) -> None:
         self.model = model
         self.options = options
@@ -239,12 +249,12 @@ class Runner:
         self._judge(result)
         return result
 
-    def _complete(self, task: Task, mode: Mode) -> tuple[ModeRun, Completion]:
+    def _complete(self, task: Task, mode: str) -> tuple[ModeRun, Completion]:
         t0 = time.perf_counter()
-        if mode == "constrained":
-            completion, single, tokens = self._constrained(task)
+        if mode == "constrained" or mode == NAMES_OFF:
+            completion, single, tokens = self._constrained(task, mode == "constrained")
         else:
-            options = replace(self.options, mode=mode)
+            options = replace(self.options, mode=cast(Mode, mode))
             completion = generate(self.model, task.left, task.right, options, target=self.target)
             single, tokens = None, completion.tokens
         ms = (time.perf_counter() - t0) * 1e3
@@ -252,10 +262,10 @@ class Runner:
         run = ModeRun(completion.middle, stop, tokens, ms, single, completion.complete)
         return run, completion
 
-    def _constrained(self, task: Task) -> tuple[Completion, bool, int]:
+    def _constrained(self, task: Task, known_names: bool) -> tuple[Completion, bool, int]:
         """The server's answer: the line mode's decision and its fallback, over one
         quotient (the tokens of both attempts counted)."""
-        options = replace(self.options, mode="constrained")
+        options = replace(self.options, mode="constrained", known_names=known_names)
         quotient = Quotient(task.left, task.right, self.target, stay_inside=options.stay_inside)
         spent: list[int] = []
 
@@ -294,6 +304,8 @@ class Runner:
                     passed = valid and run_tests(task.humaneval, run.middle).passed
                 verdicts[run.middle] = (valid, passed)
             run.valid, run.passed = verdicts[run.middle]
+            if run.valid and run.middle.strip():
+                run.undefined = undefined_in_middle(task.left, run.middle, task.right)
 
 
 # --------------------------------------------------------------------------- report
@@ -318,7 +330,13 @@ def mode_figures(results: Sequence[TaskResult], mode: str) -> dict[str, Any]:
         figures["passed"] = count("passed")
     truth_non_empty = [row for row, r in zip(rows, done) if r.task.truth.strip()]
     ms = [run.ms for run in runs]
+    judged = [row for row in rows if row["undefined"] is not None]
     figures.update(
+        undefined_judged=len(judged),
+        undefined_name_rate=(
+            round(sum(row["undefined"] for row in judged) / len(judged), 4) if judged else None
+        ),
+        undefined_names=sorted({name for run in runs for name in run.undefined or ()}),
         valid=count("valid"),
         valid_non_empty=count("valid_non_empty"),
         claimed_but_invalid=count("claimed_but_invalid"),
@@ -419,6 +437,7 @@ _COLUMNS = (
     ("exact", "exact_match"),
     ("1st line", "first_line_exact"),
     ("edit sim", "edit_similarity"),
+    ("undef", "undefined_name_rate"),
     ("repeats R", "repeats_right"),
     ("empty", "empty"),
     ("tokens", "tokens_mean"),
@@ -470,7 +489,7 @@ class WorkerSpec:
     ctx_size: int
     threads: int
     options: DecodeOptions
-    modes: tuple[Mode, ...]
+    modes: tuple[str, ...]
     line_mode: LineMode
 
 
@@ -529,6 +548,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=int, default=50, metavar="K")
     p.add_argument("--line-mode", choices=("auto", "single", "multi"), default="auto")
     p.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    p.add_argument(
+        "--names-compare",
+        action="store_true",
+        help=f"also constrained with knownNames off (reported as {NAMES_OFF})",
+    )
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--ctx-size", type=int, default=4096)
     p.add_argument("--jobs", type=int, default=1, metavar="N")
@@ -544,7 +568,10 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     started = time.monotonic()
     n = _DEFAULT_N[args.suite] if args.n is None else (args.n or None)
     tasks = suite_tasks(args.suite, n, args.seed)
-    modes = tuple(m for m in MODES if m in args.modes)
+    modes: tuple[str, ...] = tuple(m for m in MODES if m in args.modes)
+    if args.names_compare and "constrained" in modes:
+        at = modes.index("constrained") + 1
+        modes = (*modes[:at], NAMES_OFF, *modes[at:])
     if "checked" in modes and "unconstrained" not in modes:
         modes = (
             *modes[: modes.index("checked")],

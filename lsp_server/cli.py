@@ -131,6 +131,7 @@ def _complete(args: argparse.Namespace) -> int:
         single_line=args.single_line,
         deadline_s=args.deadline,
         file_path=args.file,
+        known_names=not args.no_known_names,
     )
     try:
         with _open_backend(args) as model:
@@ -256,6 +257,11 @@ def _add_complete_command(sub: Any) -> None:
     comp.add_argument("--top-p", type=float, default=1.0)
     comp.add_argument("--seed", type=int, default=0)
     comp.add_argument("--single-line", action="store_true", help="the middle may not span lines")
+    comp.add_argument(
+        "--no-known-names",
+        action="store_true",
+        help="let the middle load names bound nowhere (knownNames: false)",
+    )
     comp.add_argument("--deadline", type=float, default=None, help="seconds for the whole request")
     comp.add_argument("--ctx-size", type=int, default=4096)
     comp.add_argument(

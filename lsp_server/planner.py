@@ -360,6 +360,7 @@ def settings_options(settings: Settings, uri: str) -> DecodeOptions:
         top_k=settings.top_k,
         witness_ending=settings.witness_ending,
         file_path=_file_name(uri),
+        known_names=settings.known_names,
     )
 
 

@@ -57,6 +57,10 @@ class Settings:
     #: When the model cannot finish within ``max_tokens``, end the middle with the
     #: shortest text that makes the file valid (text the model did not write).
     witness_ending: bool = False
+    #: A middle may not load a bare name bound nowhere where the cursor is (builtins,
+    #: imports, the scopes in view, names bound later or by the middle itself); off for a
+    #: file that uses Python's dynamic features (``lsp_server/names``).
+    known_names: bool = True
     #: An inference server's API key (sent as a bearer token), when ``model`` is a URL.
     api_key: str | None = dataclasses.field(default=None, repr=False)
     #: The server's API: ``llama.cpp`` (llama-server's ``/completion``), ``openai``
@@ -134,7 +138,7 @@ class SettingsLayers:
 
 
 _FIELDS = {f.name for f in dataclasses.fields(Settings)}
-_BOOLEANS = frozenset({"enable", "stay_inside", "witness_ending"})
+_BOOLEANS = frozenset({"enable", "stay_inside", "witness_ending", "known_names"})
 #: Keys of the same section that belong to the editor's client (how to start the
 #: server, protocol tracing), sent along by clients that send the whole section.
 _CLIENT_KEYS = frozenset({"server", "trace"})

@@ -38,6 +38,14 @@ from lsp_server.model.backend import FloatArray, Interrupt
 from lsp_server.modes import Mode
 from quotient_parser.quotient import Quotient
 
+
+def syntax_options(**settings: object) -> DecodeOptions:
+    """Options for these tests of the syntax checks, with ``knownNames`` off: the
+    random-weight models write arbitrary names, which the check (``test_known_names``)
+    would refuse, changing the scenarios under test."""
+    return DecodeOptions(**{"known_names": False, **settings})  # type: ignore[arg-type]
+
+
 Accepts = Callable[[str | bytes], bool]
 
 #: Small standard-library modules present in every supported Python version.
@@ -204,7 +212,7 @@ def outcomes(
     tiny_session_model: FimModel, cases: list[Case], target: tuple[int, int]
 ) -> list[Outcome]:
     """Every cut completed in the three modes, greedy, with the same settings."""
-    base = DecodeOptions(max_tokens=MAX_TOKENS)
+    base = syntax_options(max_tokens=MAX_TOKENS)
     return [
         Outcome(
             case,
@@ -281,9 +289,9 @@ def test_steering_connects_more_middles(
     with FimModel(path, n_ctx=512) as model:
         case = Case("boundary", "plus.py", "x = 1 +", "\nprint(x)\n", "")
         plain = generate(
-            model, case.left, case.right, DecodeOptions(max_tokens=16, steer=False), target=target
+            model, case.left, case.right, syntax_options(max_tokens=16, steer=False), target=target
         )
-        steered = generate(model, case.left, case.right, DecodeOptions(max_tokens=16),
+        steered = generate(model, case.left, case.right, syntax_options(max_tokens=16),
                            target=target)  # fmt: skip
     assert plain.stop_reason == "max_tokens" and not plain.complete
     assert steered.stop_reason == "steered" and steered.complete, steered.middle
@@ -331,7 +339,7 @@ def test_single_line(
 ) -> None:
     chosen = cases[:8] + cases[CUTS_PER_KIND : CUTS_PER_KIND + 8]
     for mode in BOTH:
-        options = DecodeOptions(mode=mode, max_tokens=MAX_TOKENS, single_line=True)
+        options = syntax_options(mode=mode, max_tokens=MAX_TOKENS, single_line=True)
         for case in chosen:
             r = _run(tiny_model, case, options, target)
             assert "\n" not in r.middle and "\r" not in r.middle, _describe(case, r)
@@ -341,7 +349,7 @@ def test_single_line(
     steered = Steered(tiny_model, eog_bias=-1e4)
     for mode in BOTH:
         tiny_model.cache.reset()
-        options = DecodeOptions(mode=mode, max_tokens=24, single_line=True)
+        options = syntax_options(mode=mode, max_tokens=24, single_line=True)
         r = generate(steered, "# note: ", "\nx = 1\n", options, target=target)
         assert r.tokens > 0
         assert "\n" not in r.middle and "\r" not in r.middle
@@ -362,7 +370,7 @@ def test_token_healing(
     # once: L + R parses).
     steered = Steered(tiny_model, [byte_token(tiny_model, b" print")], eog_bias=-1e4)
     q = Quotient(HEAL_LEFT, HEAL_RIGHT, target)
-    options = DecodeOptions(mode=mode, max_tokens=8)
+    options = syntax_options(mode=mode, max_tokens=8)
     r = generate(steered, HEAL_LEFT, HEAL_RIGHT, options, quotient=q, target=target)
 
     # the word's last token was taken out of the prompt ...
@@ -387,7 +395,7 @@ def test_token_healing(
 
 def test_token_healing_can_be_turned_off(tiny_model: FimModel, target: tuple[int, int]) -> None:
     steered = Steered(tiny_model)
-    options = DecodeOptions(max_tokens=4, token_healing=False)
+    options = syntax_options(max_tokens=4, token_healing=False)
     r = generate(steered, HEAL_LEFT, HEAL_RIGHT, options, target=target)
     assert r.healed == ""
     assert steered.prompt_texts == [(HEAL_LEFT, HEAL_RIGHT)]
@@ -396,7 +404,7 @@ def test_token_healing_can_be_turned_off(tiny_model: FimModel, target: tuple[int
 def test_token_healing_not_after_punctuation(tiny_model: FimModel, target: tuple[int, int]) -> None:
     steered = Steered(tiny_model)
     left = "def f(x):\n    return ("
-    r = generate(steered, left, ")\n", DecodeOptions(max_tokens=4), target=target)
+    r = generate(steered, left, ")\n", syntax_options(max_tokens=4), target=target)
     assert r.healed == ""
     assert steered.prompt_texts == [(left, ")\n")]
 
@@ -408,7 +416,7 @@ def test_token_healing_picks_a_matching_token(
     # looks further, so the healed word is always written again.
     for mode in BOTH:
         steered = Steered(tiny_model, eog_bias=-1e4, mute_empty=True)
-        options = DecodeOptions(mode=mode, max_tokens=3, top_k=5)
+        options = syntax_options(mode=mode, max_tokens=3, top_k=5)
         r = generate(steered, HEAL_LEFT, HEAL_RIGHT, options, target=target)
         assert r.healed
         assert steered.generated_bytes().startswith(r.healed.encode()), mode
@@ -444,7 +452,7 @@ def test_utf8_sequences_across_tokens(
     left, right = 'price = "12 ', '"\n'
     euro = [byte_token(tiny_model, bytes([b])) for b in "€".encode()]  # three 1-byte tokens
     steered = Steered(tiny_model, script=[*euro, end_token(tiny_model)])
-    options = DecodeOptions(mode=mode, max_tokens=8)
+    options = syntax_options(mode=mode, max_tokens=8)
     r = generate(_as_model(steered), left, right, options, target=target)
     assert (r.middle, r.stop_reason, r.tokens) == ("€", "eos", 3)
     if mode == "constrained":
@@ -458,7 +466,7 @@ def test_utf8_incomplete_tail_is_held_back(
     left, right = 'name = "a ', '"\n'  # no word before the cursor: no token healing
     head = byte_token(tiny_model, b"\xc3")
     steered = Steered(tiny_model, script=[head])
-    options = DecodeOptions(mode=mode, max_tokens=8)
+    options = syntax_options(mode=mode, max_tokens=8)
     # stop right after the first token: its byte starts a character that never ends
     stop_after_one = lambda: bool(steered.appended)  # noqa: E731
     r = generate(steered, left, right, options, target=target, cancel=stop_after_one)
@@ -473,7 +481,7 @@ def test_utf8_constrained_end_waits_for_whole_character(
     head = byte_token(tiny_model, b"\xc3")
     # the model wants to stop right after half a character: the decoder may not
     steered = Steered(tiny_model, script=[head, end_token(tiny_model)])
-    r = generate(steered, left, right, DecodeOptions(max_tokens=6), target=target)
+    r = generate(steered, left, right, syntax_options(max_tokens=6), target=target)
     assert steered.appended[0] == head and len(steered.appended) >= 2
     assert "\ufffd" not in r.middle
     assert r.complete is True and ast_accepts(left + r.middle + right)
@@ -483,7 +491,7 @@ def test_utf8_broken_token_is_skipped(tiny_model: FimModel, target: tuple[int, i
     stray = byte_token(tiny_model, b"\xa9")  # a continuation byte cannot start a character
     for mode in BOTH:
         steered = Steered(tiny_model, script=[stray], eog_bias=-1e4)
-        options = DecodeOptions(mode=mode, max_tokens=2, steer=False)
+        options = syntax_options(mode=mode, max_tokens=2, steer=False)
         r = generate(steered, 's = "', '"\n', options, target=target)
         assert steered.appended and steered.appended[0] != stray, mode
         assert "\ufffd" not in r.middle
@@ -503,7 +511,7 @@ def test_cancel_stops_between_tokens(
         polls.append(len(steered.appended))
         return len(steered.appended) >= 3
 
-    options = DecodeOptions(mode=mode, max_tokens=50)
+    options = syntax_options(mode=mode, max_tokens=50)
     r = generate(steered, "# a comment: ", "\nx = 1\n", options, target=target, cancel=cancel)
     assert r.stop_reason == "cancelled"
     assert r.tokens == 3 == len(steered.appended)
@@ -513,7 +521,7 @@ def test_cancel_stops_between_tokens(
 
 
 def test_cancel_before_the_first_token(tiny_model: FimModel, target: tuple[int, int]) -> None:
-    r = generate(tiny_model, "x = ", "\n", DecodeOptions(), target=target, cancel=lambda: True)
+    r = generate(tiny_model, "x = ", "\n", syntax_options(), target=target, cancel=lambda: True)
     assert (r.stop_reason, r.tokens, r.middle, r.complete) == ("cancelled", 0, "", False)
 
 
@@ -522,7 +530,7 @@ def test_deadline(tiny_model: FimModel, target: tuple[int, int], mode: Mode) -> 
     left, right = "# a comment: ", "\nx = 1\n"
     q = Quotient(left, right, target)
     steered = Steered(tiny_model, eog_bias=-1e4)
-    options = DecodeOptions(mode=mode, max_tokens=600, deadline_s=0.3)
+    options = syntax_options(mode=mode, max_tokens=600, deadline_s=0.3)
     r = generate(steered, left, right, options, quotient=q, target=target)
     assert r.stop_reason == "deadline"
     assert 0 < r.tokens < 600
@@ -530,7 +538,7 @@ def test_deadline(tiny_model: FimModel, target: tuple[int, int], mode: Mode) -> 
 
 
 def test_deadline_already_passed(tiny_model: FimModel, target: tuple[int, int]) -> None:
-    r = generate(tiny_model, "x = ", "\n", DecodeOptions(deadline_s=0.0), target=target)
+    r = generate(tiny_model, "x = ", "\n", syntax_options(deadline_s=0.0), target=target)
     assert (r.stop_reason, r.tokens) == ("deadline", 0)
 
 
@@ -544,10 +552,10 @@ def test_end_of_generation_only_where_complete(
     # decoder writes on until it is, and unconstrained decoding stops with nothing.
     eos = end_token(tiny_model)
     steered = Steered(tiny_model, script=[eos] * 8)
-    r = generate(steered, "x = ", "\n", DecodeOptions(mode="unconstrained"), target=target)
+    r = generate(steered, "x = ", "\n", syntax_options(mode="unconstrained"), target=target)
     assert (r.middle, r.stop_reason, r.tokens) == ("", "eos", 0)
     tiny_model.cache.reset()
-    r = generate(steered, "x = ", "\n", DecodeOptions(max_tokens=8), target=target)
+    r = generate(steered, "x = ", "\n", syntax_options(max_tokens=8), target=target)
     assert r.tokens > 0 and r.complete is True
     assert r.stop_reason in ("eos", "max_tokens")
 
@@ -557,7 +565,7 @@ def test_fallback_cuts_inside_a_token(tiny_model: FimModel, target: tuple[int, i
     # inside a token: "(1)" here, from the tokens "(", "1", ")+".
     script = [byte_token(tiny_model, b) for b in (b"(", b"1", b")+")]
     steered = Steered(tiny_model, script=script, eog_bias=-1e4)
-    options = DecodeOptions(max_tokens=3, steer=False)  # steering would finish at "(1"
+    options = syntax_options(max_tokens=3, steer=False)  # steering would finish at "(1"
     r = generate(steered, "x = ", "\n", options, target=target)
     assert steered.appended == script
     assert (r.middle, r.stop_reason, r.complete) == ("(1)", "max_tokens", True)
@@ -571,7 +579,7 @@ def test_fallback_never_claims_an_incomplete_middle(
     # restart: the middle it returned is the fallback's.)
     script = [byte_token(tiny_model, b) for b in (b"1", b"(", b")")]
     steered = Steered(tiny_model, script=script, eog_bias=-1e4)
-    options = DecodeOptions(max_tokens=3, restart=False)
+    options = syntax_options(max_tokens=3, restart=False)
     r = generate(steered, "x = (", "\n", options, target=target)
     assert steered.appended == script
     assert (r.middle, r.stop_reason, r.complete) == ("1()", "max_tokens", False)
@@ -593,7 +601,7 @@ def test_no_fim_prompt_is_the_prefix(nofim_model: FimModel, target: tuple[int, i
     nofim_model.cache.reset()
     steered = Steered(nofim_model)
     left, right = "def f(x):\n    return x + (", ")\n\n\nprint(f(1))\n"
-    generate(steered, left, right, DecodeOptions(max_tokens=4), target=target)
+    generate(steered, left, right, syntax_options(max_tokens=4), target=target)
     assert len(steered.prompts) == 1
     assert nofim_model.vocab.detokenize(steered.prompts[0]) == left.encode()
 
@@ -603,7 +611,7 @@ def test_no_fim_constrained(
 ) -> None:
     chosen = cases[:10] + cases[CUTS_PER_KIND : CUTS_PER_KIND + 10]
     for case in chosen:
-        r = _run(nofim_model, case, DecodeOptions(max_tokens=MAX_TOKENS), target)
+        r = _run(nofim_model, case, syntax_options(max_tokens=MAX_TOKENS), target)
         if r.stop_reason in ("eos", "connected"):
             assert r.complete is True
         if r.complete:
@@ -616,11 +624,11 @@ def test_no_fim_stops_at_the_first_connected_line_end(
     # The model never sees "y = 2": left alone it would write on past the line.
     left, right = "x = ", "\ny = 2\n"
     nofim_model.cache.reset()
-    r = generate(nofim_model, left, right, DecodeOptions(max_tokens=MAX_TOKENS), target=target)
+    r = generate(nofim_model, left, right, syntax_options(max_tokens=MAX_TOKENS), target=target)
     assert (r.stop_reason, r.complete) == ("connected", True)
     assert r.middle and "\n" not in r.middle
     assert ast_accepts(left + r.middle + right)
-    options = DecodeOptions(max_tokens=MAX_TOKENS, stop_when_connected=False)
+    options = syntax_options(max_tokens=MAX_TOKENS, stop_when_connected=False)
     r = generate(nofim_model, left, right, options, target=target)
     assert r.stop_reason != "connected"
 
@@ -633,7 +641,7 @@ def test_no_fim_with_nothing_before_the_cursor(
     # the prompt would be empty.
     for mode in BOTH:
         nofim_model.cache.reset()
-        options = DecodeOptions(mode=mode, max_tokens=4)
+        options = syntax_options(mode=mode, max_tokens=4)
         r = generate(nofim_model, left, right, options, target=target)
         assert r.timings.prompt_tokens >= 1
         if r.complete:
@@ -644,10 +652,10 @@ def test_deadline_during_the_prompt(tiny_model: FimModel, target: tuple[int, int
     """A prompt that cannot be read in time gives no middle, and the next request at the
     same place reads only what is left of it."""
     left, right = "x = 1\n" * 300 + "y = (", ")\n"
-    r = generate(tiny_model, left, right, DecodeOptions(deadline_s=0.0), target=target)
+    r = generate(tiny_model, left, right, syntax_options(deadline_s=0.0), target=target)
     assert (r.middle, r.stop_reason, r.tokens, r.complete) == ("", "deadline", 0, False)
     assert r.timings.prompt_tokens > len(tiny_model.cache.cached_tokens)
     before = tiny_model.cache.n_decoded
-    again = generate(tiny_model, left, right, DecodeOptions(max_tokens=4), target=target)
+    again = generate(tiny_model, left, right, syntax_options(max_tokens=4), target=target)
     assert again.stop_reason != "deadline"
     assert tiny_model.cache.n_decoded - before <= again.timings.prompt_tokens + again.tokens

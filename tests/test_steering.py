@@ -36,6 +36,14 @@ from lsp_server.model import FimModel
 from lsp_server.status import StopReason
 from quotient_parser.quotient import Quotient
 
+
+def syntax_options(**settings: object) -> DecodeOptions:
+    """Options for these tests of the syntax checks, with ``knownNames`` off: the
+    random-weight models write arbitrary names, which the check (``test_known_names``)
+    would refuse, changing the scenarios under test."""
+    return DecodeOptions(**{"known_names": False, **settings})  # type: ignore[arg-type]
+
+
 Accepts = Callable[[str | bytes], bool]
 
 PLUS_LEFT, PLUS_RIGHT = "x = 1 +", "\nprint(x)\n"
@@ -77,10 +85,10 @@ def test_steering_finishes_within_every_budget(
     """Whatever the budget, the steered middle is complete, model-written and parses;
     without steering the model never finishes."""
     plus_model.cache.reset()
-    steered = generate(plus_model, PLUS_LEFT, PLUS_RIGHT, DecodeOptions(max_tokens=budget),
+    steered = generate(plus_model, PLUS_LEFT, PLUS_RIGHT, syntax_options(max_tokens=budget),
                        target=target)  # fmt: skip
     plain = generate(plus_model, PLUS_LEFT, PLUS_RIGHT,
-                     DecodeOptions(max_tokens=budget, steer=False), target=target)  # fmt: skip
+                     syntax_options(max_tokens=budget, steer=False), target=target)  # fmt: skip
     assert steered.complete and steered.stop_reason == "steered", steered.middle
     assert steered.tokens <= budget and steered.witness == ""
     assert ast_accepts(PLUS_LEFT + steered.middle + PLUS_RIGHT)
@@ -93,7 +101,7 @@ def test_steering_finishes_within_every_budget(
 
 def test_steering_counts_and_scores(plus_model: FimModel, target: tuple[int, int]) -> None:
     plus_model.cache.reset()
-    r = generate(plus_model, PLUS_LEFT, PLUS_RIGHT, DecodeOptions(max_tokens=12), target=target)
+    r = generate(plus_model, PLUS_LEFT, PLUS_RIGHT, syntax_options(max_tokens=12), target=target)
     assert r.steered >= 1  # at least the finishing token was not the model's first choice
     assert r.scored_tokens == r.tokens == len(r.token_ids) == len(r.token_logprobs)
     assert r.mean_logprob is not None and r.mean_logprob < 0
@@ -117,7 +125,7 @@ def test_steering_follows_a_witness_where_the_bound_is_loose(
     Steering follows the witness's text from the model's candidates and finishes;
     steering by the lower bound alone stays in the comment, as the model does."""
     left, right = "x = [1, ", "2]]\n"
-    opts = DecodeOptions(max_tokens=16)
+    opts = syntax_options(max_tokens=16)
     comment_model.cache.reset()
     r = generate(comment_model, left, right, opts, target=target)
     assert r.complete and r.stop_reason == "steered", r.middle
@@ -143,7 +151,7 @@ def test_a_middle_that_ran_out_of_budget_restarts_where_a_finish_was_in_reach(
     left, right = "x = [1, ", "2]]\n"
     monkeypatch.setattr(steering, "WITNESS_HORIZON", -(10**6))
     comment_model.cache.reset()
-    r = generate(comment_model, left, right, DecodeOptions(max_tokens=16), target=target)
+    r = generate(comment_model, left, right, syntax_options(max_tokens=16), target=target)
     assert r.complete and r.restarted and r.stop_reason == "steered", r.middle
     assert ast_accepts(left + r.middle + right)
     assert r.witness == "" and r.forced == 0
@@ -158,7 +166,7 @@ def test_restart_points_latest_witness_that_fits_first(
     quotient = Quotient("x = [1, ", "2]]\n", target)
     found = [(2, "["), (5, "["), (7, "[")]
     first = Completion("", StopReason.MAX_TOKENS, False, 8, witnesses=found)
-    opts = DecodeOptions(max_tokens=8)
+    opts = syntax_options(max_tokens=8)
     stop = StopCheck(None, None)
     points = restart_points(comment_model, quotient, opts, first, stop)
     assert [next(points), next(points)] == [(5, "["), (2, "[")]
@@ -177,7 +185,7 @@ def test_no_comment_that_no_line_break_can_follow(
     inside = Quotient("x = (1", ")\n", target).initial  # a line break is fine in brackets
     assert not dead_line_end(inside, inside.feed("#"))
     comment_model.cache.reset()
-    r = generate(comment_model, left, right, DecodeOptions(max_tokens=12), target=target)
+    r = generate(comment_model, left, right, syntax_options(max_tokens=12), target=target)
     assert "#" not in r.middle
     assert r.complete and ast_accepts(left + r.middle + right), r.middle
 
@@ -200,7 +208,7 @@ def test_a_middle_never_comments_out_the_code_after_the_cursor(
     assert not already.feed("\n# another").lands  # a comment of its own on a new line
     for steer in (True, False):
         comment_model.cache.reset()
-        opts = DecodeOptions(max_tokens=12, steer=steer)
+        opts = syntax_options(max_tokens=12, steer=steer)
         r = generate(comment_model, left, right, opts, target=target)
         # Unsteered, the model may find no end at all (the empty middle is no answer);
         # an incomplete middle is never offered.
@@ -269,14 +277,14 @@ def test_witness_ending_only_when_allowed(
     """With steering off the model never finishes; a witness ending completes the
     middle with text the model did not write, and says so."""
     plus_model.cache.reset()
-    opts = DecodeOptions(max_tokens=6, steer=False, witness_ending=True)
+    opts = syntax_options(max_tokens=6, steer=False, witness_ending=True)
     r = generate(plus_model, PLUS_LEFT, PLUS_RIGHT, opts, target=target)
     assert r.stop_reason == "witness" and r.complete and r.witness
     assert r.middle.endswith(r.witness) and r.middle.startswith(" +")
     assert ast_accepts(PLUS_LEFT + r.middle + PLUS_RIGHT)
     assert r.scored_tokens > r.tokens  # the witness's tokens are scored too
     plus_model.cache.reset()
-    default = generate(plus_model, PLUS_LEFT, PLUS_RIGHT, DecodeOptions(max_tokens=6, steer=False),
+    default = generate(plus_model, PLUS_LEFT, PLUS_RIGHT, syntax_options(max_tokens=6, steer=False),
                        target=target)  # fmt: skip
     assert default.witness == "" and default.stop_reason == "max_tokens"
     assert not default.complete
@@ -292,18 +300,18 @@ def test_further_down_when_no_top_k_candidate_fits(
     left, right = "x = 1 +", "\n"
     closer_model.cache.reset()
     none = generate(closer_model, left, right,
-                    DecodeOptions(max_tokens=8, top_k=4, further_down=0, steer=False),
+                    syntax_options(max_tokens=8, top_k=4, further_down=0, steer=False),
                     target=target)  # fmt: skip
     assert none.stop_reason == "no_viable_token" and none.tokens == 0
     closer_model.cache.reset()
-    r = generate(closer_model, left, right, DecodeOptions(max_tokens=8, top_k=4, steer=False),
+    r = generate(closer_model, left, right, syntax_options(max_tokens=8, top_k=4, steer=False),
                  target=target)  # fmt: skip
     assert r.rescued >= 1 and r.tokens >= 1
     assert r.stop_reason != "no_viable_token"
     if r.complete:
         assert ast_accepts(left + r.middle + right)
     closer_model.cache.reset()
-    steered = generate(closer_model, left, right, DecodeOptions(max_tokens=8, top_k=4),
+    steered = generate(closer_model, left, right, syntax_options(max_tokens=8, top_k=4),
                        target=target)  # fmt: skip
     assert steered.complete and ast_accepts(left + steered.middle + right), steered.middle
 
@@ -326,7 +334,7 @@ def test_a_split_gives_way_to_the_witness_own_token(
     (``further_down=0``) the split is taken and the budget runs out."""
     left, right = "import os\n", "ss A:\n    pass\n"
     c_model.cache.reset()
-    opts = DecodeOptions(max_tokens=2, top_k=4, further_down=1)
+    opts = syntax_options(max_tokens=2, top_k=4, further_down=1)
     r = generate(c_model, left, right, opts, target=target)
     assert r.complete and r.stop_reason == "steered", r.middle
     assert r.middle == "cla" and r.tokens == 1 and r.rescued == r.steered == r.forced == 1
@@ -346,7 +354,7 @@ def test_the_witness_own_token_is_the_last_resort_with_witness_endings(
     are allowed, steering writes the witness's own first token, counted as forced;
     by default the middle stays the model's and does not land."""
     left, right = "x = [1, ", "2]]\n"
-    opts = DecodeOptions(max_tokens=2, top_k=4, further_down=1)
+    opts = syntax_options(max_tokens=2, top_k=4, further_down=1)
     closer_model.cache.reset()
     r = generate(closer_model, left, right, replace(opts, witness_ending=True), target=target)
     assert r.complete and r.stop_reason == "steered", r.middle
@@ -369,9 +377,9 @@ def test_stay_inside_keeps_the_call_open(
     left, right = "values = [1, 2]\ntotal = max(values, ", ")\nprint(total)\n"
     inside = Quotient(left, right, target, stay_inside=True)
     closer_model.cache.reset()
-    kept = generate(closer_model, left, right, DecodeOptions(max_tokens=16), target=target)
+    kept = generate(closer_model, left, right, syntax_options(max_tokens=16), target=target)
     closer_model.cache.reset()
-    free = generate(closer_model, left, right, DecodeOptions(max_tokens=16, stay_inside=False),
+    free = generate(closer_model, left, right, syntax_options(max_tokens=16, stay_inside=False),
                     target=target)  # fmt: skip
     assert kept.complete and not kept.inside_fallback
     assert inside.initial.feed(kept.middle).complete  # it stayed inside
@@ -393,7 +401,7 @@ def test_stay_inside_falls_back_where_nothing_stays_inside(
     # decided once per quotient (kept); given time here so that a loaded machine cannot
     # leave it undecided within the decoder's own bound
     assert quotient.inside_empty(max_nodes=4000, max_seconds=60)
-    opts = DecodeOptions(max_tokens=24, witness_ending=True, deadline_s=30.0)
+    opts = syntax_options(max_tokens=24, witness_ending=True, deadline_s=30.0)
     r = generate(tiny_model, left, right, opts, quotient=quotient, target=target)
     assert r.inside_fallback
     assert r.complete and ast_accepts(left + r.middle + right), r.middle
@@ -407,7 +415,7 @@ def test_alternatives_branch_off_and_rank(
 ) -> None:
     left, right = "def f(a, b):\n    return a + ", "\n"
     quotient = Quotient(left, right, target, stay_inside=True)
-    opts = DecodeOptions(max_tokens=12)
+    opts = syntax_options(max_tokens=12)
     plus_model.cache.reset()
     first = generate(plus_model, left, right, opts, quotient=quotient, target=target)
     assert first.complete
@@ -436,7 +444,7 @@ def test_replayed_prefix_is_no_stopping_point(
     script = [byte_token(tiny_model, b) for b in (b"(", b"1", b")")]
     steered = Steered(tiny_model, script=script, eog_bias=-1e4)
     quotient = Quotient(left, right, target, stay_inside=True)
-    opts = DecodeOptions(max_tokens=6)
+    opts = syntax_options(max_tokens=6)
     first = generate(steered, left, right, opts, quotient=quotient, target=target)
     assert first.middle.startswith("(1)")
     other = branch(steered, quotient, opts, first, 1)

@@ -24,6 +24,7 @@ from lsp_server.model.errors import Interrupted
 from quotient_parser.quotient import Quotient, QuotientState
 
 from .heuristic import HeuristicFilter
+from .known_names import with_known_names
 from .line_mode import own_line
 from .options import DecodeOptions
 from .ranking import Ranker
@@ -131,6 +132,10 @@ class Decoder:
         self.middle = ""
         if start is None and quotient is not None:
             start = quotient.initial
+        #: why ``knownNames`` is off for this file (None: on, or not asked for)
+        self.names_off: str | None = None
+        if start is not None and self.constrained and options.known_names:
+            start, self.names_off = with_known_names(start)
         self.state: QuotientState | None = start
         self.logprob = 0.0
         self.tokens = 0
@@ -196,6 +201,7 @@ class Decoder:
             witnesses=[] if steering is None else steering.found,
             echo_step=self.echo_step if stop == StopReason.REPEATS_RIGHT else None,
             stops=self.stops,
+            names_off=self.names_off,
         )
 
     def _loop(self, generation: Generation) -> StopReason:

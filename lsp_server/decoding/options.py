@@ -44,6 +44,9 @@ class DecodeOptions:
     #: the unrestricted quotient is used instead.  Only for a quotient ``generate``
     #: builds itself: a quotient passed in carries its own.
     stay_inside: bool = True
+    #: ``knownNames``: the middle may not load a bare name bound nowhere where the cursor
+    #: is (``known_names.py``); off for a file that uses Python's dynamic features.
+    known_names: bool = True
     #: When none of the top k candidates fits, how many more of the model's ranking are
     #: tried (most likely first).  0: none.  The count bounds the search, so the answer
     #: does not depend on the machine's speed or load; ``further_down_ms`` is only a

@@ -114,6 +114,9 @@ class Completion:
     ``stops``, under ``DecodeOptions.study_stops``, each step's point as (middle,
     tokens, log-probability of the middle, log-probability of ending there, whether the
     middle is complete there).
+    write R's next line of code again (``repeats_right``), the step to branch at.
+    ``names_off`` says why ``knownNames`` was off for the file (a star import, ``exec``,
+    ...; ``known_names.py``), None where it was on or not asked for.
     """
 
     middle: str
@@ -142,6 +145,7 @@ class Completion:
     #: the prompt's tokens: a second run of the same request (a restart, an
     #: alternative) starts from them, built once
     prompt: list[int] = field(default_factory=list)
+    names_off: str | None = None
 
     @property
     def mean_logprob(self) -> float | None:
@@ -164,4 +168,5 @@ class Completion:
             "witness": self.witness,
             "inside_fallback": self.inside_fallback,
             "restarted": self.restarted,
+            "known_names_off": self.names_off,
         }

@@ -45,6 +45,7 @@ export interface ServerSettings {
   maxDocumentChars: number;
   stayInside: boolean;
   witnessEnding: boolean;
+  knownNames: boolean;
   apiKey: string | null;
   serverApi: (typeof SERVER_APIS)[number];
   modelVocab: string | null;
@@ -68,6 +69,7 @@ export const DEFAULTS: Readonly<ServerSettings> = Object.freeze({
   maxDocumentChars: 2_000_000,
   stayInside: true,
   witnessEnding: false,
+  knownNames: true,
   apiKey: null,
   serverApi: 'auto',
   modelVocab: null,
@@ -176,6 +178,7 @@ export function serverSettings(config: ConfigReader): ServerSettings {
     ),
     stayInside: boolean(config.get('stayInside'), DEFAULTS.stayInside),
     witnessEnding: boolean(config.get('witnessEnding'), DEFAULTS.witnessEnding),
+    knownNames: boolean(config.get('knownNames'), DEFAULTS.knownNames),
     apiKey: optionalString(config.get<unknown>('apiKey')),
     serverApi: choice(config.get('serverApi'), SERVER_APIS, DEFAULTS.serverApi),
     modelVocab: optionalString(config.get<unknown>('modelVocab')),

@@ -89,6 +89,7 @@ M.server_settings = {
   maxDocumentChars = int_in(1, 2147483648),
   stayInside = boolean,
   witnessEnding = boolean,
+  knownNames = boolean,
   apiKey = optional_string,
   serverApi = one_of("auto", "llama.cpp", "openai"),
   modelVocab = optional_string,
