@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lsp_server.model.prompt import RepoContext
 from lsp_server.modes import Mode
 
 __all__ = ["DecodeOptions"]
@@ -53,6 +54,9 @@ class DecodeOptions:
     #: The file's path as the prompt names it, for model families whose prompts carry
     #: it (Mellum's ``<filename>path``); empty when unknown.
     file_path: str = ""
+    #: Other files of the project for the head of the prompt (``lsp_server.project``);
+    #: used by families with a repository-level format, outside ``prompt_budget``.
+    project_context: RepoContext | None = None
 
     @property
     def constrained(self) -> bool:
