@@ -413,3 +413,12 @@ async def test_the_server_reads_project_context_ahead(
     )
     assert second["projectFiles"] >= 2  # shop/core.py and shop/util.py
     assert second["promptEvaluated"] < second["promptTokens"] // 4  # it was read ahead
+
+
+def test_a_folder_on_the_interpreters_path_keeps_its_gitignore(workspace: Path) -> None:
+    """A workspace folder that is also a package root (on ``PYTHONPATH``, or inside a
+    standard library) is still read by its ``.gitignore``."""
+    for packages in ([workspace], [workspace.parent]):
+        access = FileAccess([workspace], packages)
+        assert not access.readable(workspace / "shop" / "secret_rates.py")
+        assert access.readable(workspace / "shop" / "core.py")

@@ -11,7 +11,8 @@ A prompt may carry text from three places only:
   ``.git``;
 * a file under a root of the project's installed packages (its standard library and
   site-packages, :mod:`.environment`), even where that root lies in an ignored
-  ``.venv``: that code is public.
+  ``.venv``: that code is public.  The innermost root decides: a workspace folder
+  inside a package root (or on ``sys.path``) keeps its ``.gitignore``.
 
 Paths are resolved (symbolic links followed) before they are checked, so a link inside
 a workspace folder cannot lead outside it.  Only Python sources (``.py``, ``.pyi``) of
@@ -104,7 +105,9 @@ class FileAccess:
 
     def root_of(self, path: Path) -> Path | None:
         """The workspace folder or package root that holds ``path`` (resolved), if any:
-        the innermost (a ``.venv``'s site-packages inside a folder: the package root)."""
+        the innermost, whose rules apply (a ``.venv``'s site-packages inside a folder:
+        the package root; a folder inside a package root, or on ``sys.path``: the
+        folder, with its ``.gitignore``)."""
         holding = [r for r in (*self.packages, *self.folders) if path.is_relative_to(r)]
         return max(holding, key=lambda r: len(r.parts), default=None)
 
@@ -114,13 +117,12 @@ class FileAccess:
         target = _resolved(Path(path))
         if target.suffix not in SOURCE_SUFFIXES:
             return False
-        if any(target.is_relative_to(p) for p in self.packages):
-            return True
-        folders = [f for f in self.folders if target.is_relative_to(f)]
-        if not folders:
+        root = self.root_of(target)
+        if root is None:
             return False
-        folder = max(folders, key=lambda f: len(f.parts))
-        return not self._ignores[folder].ignored(target)
+        if root not in self.folders:
+            return True  # an installed package's (a site-packages inside a folder too)
+        return not self._ignores[root].ignored(target)
 
     def read(self, path: str | os.PathLike[str]) -> str | None:
         """The file's text when it is readable, a regular file and small enough."""
