@@ -22,7 +22,8 @@ greedy), from a prompt of ``--prompt-budget`` tokens of the file's own text:
 Per run: exact match (trailing blanks aside), edit similarity (one less the Levenshtein
 distance over the longer length), validity (``ast.parse`` of this interpreter on the
 completed file), the prompt's tokens and, for ``on``, the context's, with the time to
-read the prompt and to complete.  The file with the true middle is on disk: context
+read the prompt and to complete.  Each run starts from an empty KV cache (no run borrows
+another's positions).  The file with the true middle is on disk: context
 never includes it (the current file is left out by construction), only the package's
 other modules.
 """
@@ -129,6 +130,9 @@ class Runner:
 
     def complete(self, left: str, right: str, truth: str, context: RepoContext | None) -> Run:
         options = replace(self.options, project_context=context)
+        # Each run reads its whole prompt: the cache would otherwise lend the run without
+        # context positions shifted from the run with it, whose deeper layers saw it.
+        self.model.cache.reset()
         started = time.perf_counter()
         prompt, _ = build_prompt(self.model, left, right, options)
         self.model.prefill(prompt)
