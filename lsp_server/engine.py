@@ -160,6 +160,7 @@ class Engine:
         the worker reads ahead for once the user pauses (``edited_to``: where the last
         edit ended, when known)."""
         self.read_ahead.document(uri, text, edited_to)
+        self.planner.project_view.document_changed(uri, text, edited_to)
         self._jobs.put(_wake)  # stop reading ahead for the old text; wait for the pause
 
     def _preempted(self) -> bool:

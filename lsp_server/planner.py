@@ -19,10 +19,15 @@ Before generating, the prompt is sized to the machine (:mod:`lsp_server.prompt_b
 and read while the quotient is built on the quotient thread: the quotient is pure
 Python, and llama.cpp lets go of the interpreter while it reads, so on two cores the
 two overlap.  A cancel stops both.
+
+For a model whose family has a repository-level prompt format, the prompt is headed by
+project context (:mod:`lsp_server.project`): a request takes what read-ahead last chose
+for the document, and never reads files itself.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -43,6 +48,8 @@ from .decoding.line_mode import generate_in_line_mode
 from .decoding.stopping import StopCheck
 from .lines import document_line_ends
 from .model import Backend, Interrupted
+from .model.prompt import RepoContext
+from .project import ProjectContext, ProjectView
 from .prompt_budget import PromptBudget, PromptChoice
 from .request import Answer, Request, Suggestion
 from .settings import Settings
@@ -50,6 +57,8 @@ from .status import EngineState, StopReason, target_status
 from .target import ProjectTarget, target_in_force
 
 __all__ = ["Planner"]
+
+log = logging.getLogger(__name__)
 
 #: Documents whose quotient work (left-context states, right-context memo) is kept.
 BUILDERS_KEPT = 8
@@ -87,6 +96,9 @@ class Planner:
         self.workspace_folders: tuple[str, ...] = ()
         self.quotients = quotients
         self.budget = PromptBudget()
+        #: The open documents (the engine feeds it) and the project context chosen.
+        self.project_view = ProjectView()
+        self.project = ProjectContext(self.project_view)
         self.prompt_tokens = 0  # tokens of the prompts requests used
         self.prompt_evaluated = 0  # of which requests read themselves (not cached)
 
@@ -95,6 +107,8 @@ class Planner:
         with self._lock:
             self._shown.pop(uri, None)
             self._newer.pop(uri, None)
+            self.project_view.closed(uri)
+            self.project.forget(uri)
             for key in [k for k in self._builders if k[0] == uri]:
                 del self._builders[key]
 
@@ -106,6 +120,7 @@ class Planner:
                 "promptTokens": self.prompt_tokens,
                 "promptEvaluated": self.prompt_evaluated,
                 "promptTokensPerSecond": round(self.budget.speed.tokens_per_s),
+                "projectContexts": self.project.built,
             }
 
     def builder(self, uri: str, target: TargetVersion) -> QuotientBuilder:
@@ -121,9 +136,36 @@ class Planner:
                 self._builders.move_to_end(key)
         return builder
 
-    def prompt_options(self, settings: Settings, uri: str) -> DecodeOptions:
-        """The options that shape the prompt of a request in ``uri`` (its budget aside)."""
-        return settings_options(settings, uri)
+    def prompt_options(
+        self, settings: Settings, uri: str, context: RepoContext | None = None
+    ) -> DecodeOptions:
+        """The options that shape the prompt of a request in ``uri`` (its budget aside),
+        with project ``context``."""
+        return settings_options(settings, uri, context)
+
+    def project_context(
+        self,
+        model: Backend,
+        settings: Settings,
+        uri: str,
+        left: str,
+        right: str,
+        refresh: bool = False,
+    ) -> RepoContext | None:
+        """Project context for a prompt at the end of ``left`` (None where the setting or
+        the model's family has none): the last chosen for the document, or with
+        ``refresh`` (read-ahead) chosen again if the file or the others changed."""
+        if not settings.project_context or not model.detected().get("repoFormat"):
+            return None
+        deadline_s = settings.deadline_ms / 1e3
+        share, window = settings.project_context_share, settings.context_size
+        budget = self.budget.context_budget(deadline_s, share, window)
+        try:
+            return self.project.for_request(uri, left, right, self.workspace_folders, budget,
+                                            model.tokenize, refresh)  # fmt: skip
+        except Exception:  # a broken file or folder must not cost the completion
+            log.exception("choosing project context failed")
+            return None
 
     # ---------------------------------------------------------------- answering
 
@@ -145,13 +187,15 @@ class Planner:
             return _answer(request, state, [reused], StopReason.REUSED, tokens=0)
         assert model is not None  # _refusal answers when there is none
         settings = request.settings
+        context = self.project_context(model, settings, request.uri, request.left, request.right)
         choice = self.budget.choose(
             model,
             request.left,
             request.right,
-            self.prompt_options(settings, request.uri),
+            self.prompt_options(settings, request.uri, context),
             settings.deadline_ms / 1e3,
         )
+        request.project_context = choice.context
         building = self._start_quotient(request, target.version)
         read = self._read_prompt(request, model, choice, building)
         # Asked without raising: ``result()`` would raise the future's exception through
@@ -160,7 +204,12 @@ class Planner:
         if isinstance(building.exception(), BuildInterrupted):
             return _nothing(request, state, StopReason.CANCELLED)
         quotient = building.result()
-        figures = {"promptTokens": len(choice.prompt), "promptEvaluated": choice.uncached}
+        figures: dict[str, Any] = {
+            "promptTokens": len(choice.prompt),
+            "promptEvaluated": choice.uncached,
+        }
+        if choice.context is not None:
+            figures["projectFiles"] = len(choice.context.files)
         with self._lock:
             self.prompt_tokens += len(choice.prompt)
             self.prompt_evaluated += choice.uncached
@@ -350,7 +399,9 @@ def _generate(
     return result
 
 
-def settings_options(settings: Settings, uri: str) -> DecodeOptions:
+def settings_options(
+    settings: Settings, uri: str, context: RepoContext | None = None
+) -> DecodeOptions:
     """The one place settings become decoding options: those of a request in ``uri``
     (read-ahead and the prompt budget use them as they are, so that the prompt they
     read is the one the request's generation asks for)."""
@@ -361,6 +412,7 @@ def settings_options(settings: Settings, uri: str) -> DecodeOptions:
         witness_ending=settings.witness_ending,
         file_path=_file_name(uri),
         known_names=settings.known_names,
+        project_context=context,
     )
 
 
@@ -370,7 +422,7 @@ def _options(request: Request, single: bool, budget: int) -> DecodeOptions:
     elapsed = time.perf_counter() - request.times.received
     deadline_s = max(0.01, request.settings.deadline_ms / 1e3 - elapsed)
     return replace(
-        settings_options(request.settings, request.uri),
+        settings_options(request.settings, request.uri, request.project_context),
         single_line=single,
         deadline_s=deadline_s,
         prompt_budget=budget,

@@ -19,6 +19,14 @@ by time, from the measured reading speed (:class:`ReadSpeed`) and the deadline:
 
 A backend that cannot say what it has cached (no :class:`~lsp_server.model.backend.
 PromptCache`) gets the cold allowance every time.
+
+Project context (``DecodeOptions.project_context``) heads the prompt on top of the
+file's text: its size is a share of the machine window (:meth:`PromptBudget.
+context_budget`, rounded down to a power of two so that the drift of the measured speed
+does not change it, and with it the whole cached prompt), and the file's text gets the
+rest of the window.  A request takes it only when it costs nothing the prompt without
+it would not: cold, the context is not read (read-ahead reads it while the user
+pauses), and once cached it rides along at no cost.
 """
 
 from __future__ import annotations
@@ -28,11 +36,13 @@ from dataclasses import dataclass
 
 from .decoding import DecodeOptions, build_prompt
 from .model.backend import Backend, PromptCache
+from .model.prompt import RepoContext
 
 __all__ = [
     "COLD_SHARE",
     "INITIAL_SPEED",
     "MIN_BUDGET",
+    "MIN_CONTEXT",
     "WARM_SHARE",
     "PromptBudget",
     "PromptChoice",
@@ -53,6 +63,8 @@ MIN_SAMPLE_TOKENS = 16
 SPEED_WEIGHT = 0.3
 #: The budget search stops when its bounds are this close (relative).
 _SEARCH_PRECISION = 0.1
+#: Project context smaller than this is not worth its separators.
+MIN_CONTEXT = 64
 
 
 class ReadSpeed:
@@ -76,12 +88,14 @@ class ReadSpeed:
 @dataclass(frozen=True)
 class PromptChoice:
     """The prompt a request reads: its budget (tokens of text), its tokens, how many of
-    them are not cached, and the text token healing took out of it."""
+    them are not cached, the text token healing took out of it, and the project context
+    it carries (None: none)."""
 
     budget: int
     prompt: list[int]
     uncached: int
     owed: str
+    context: RepoContext | None = None
 
 
 class PromptBudget:
@@ -108,6 +122,14 @@ class PromptBudget:
         wanted = int(self.speed.tokens_per_s * self.warm_share * deadline_s)
         return max(self.cold_allowance(deadline_s), wanted)
 
+    def context_budget(self, deadline_s: float, share: float, window: int) -> int:
+        """Tokens of project context: ``share`` of the machine window (at most of the
+        context ``window``), rounded down to a power of two; 0 below :data:`MIN_CONTEXT`."""
+        wanted = int(share * min(self.machine_window(deadline_s), window))
+        if wanted < MIN_CONTEXT:
+            return 0
+        return 1 << (wanted.bit_length() - 1)
+
     def choose(
         self,
         backend: Backend,
@@ -118,14 +140,47 @@ class PromptBudget:
         allowance: int | None = None,
     ) -> PromptChoice:
         """The largest budget up to the machine window whose prompt costs at most
-        ``allowance`` tokens to read (the cold allowance by default).
+        ``allowance`` tokens to read (the cold allowance by default), with the options'
+        project context where it costs no more than the prompt without it, or fits the
+        allowance (see the module docstring).
 
         A prompt's cost falls as its budget shrinks (its head moves toward the cursor,
         into what the cache holds), so a bisection finds it within a few builds.
         """
         cold = self.cold_allowance(deadline_s)
         allowance = cold if allowance is None else allowance
-        low, high = cold, self.machine_window(deadline_s)
+        context = options.project_context
+        if context is None:
+            return self._choose(backend, left, right, options, deadline_s, allowance, 0)
+        plain_options = dataclasses.replace(options, project_context=None)
+        n = options.max_tokens
+        head = len(backend.build_fim_prompt("", "", n, context=context)) - len(
+            backend.build_fim_prompt("", "", n)
+        )
+        if head <= 0:  # no repository format, or no room for it
+            return self._choose(backend, left, right, plain_options, deadline_s, allowance, 0)
+        rich = self._choose(backend, left, right, options, deadline_s, allowance, head)
+        if rich.uncached <= allowance:
+            return dataclasses.replace(rich, context=context)
+        plain = self._choose(backend, left, right, plain_options, deadline_s, allowance, 0)
+        if rich.uncached <= plain.uncached:
+            return dataclasses.replace(rich, context=context)
+        return plain
+
+    def _choose(
+        self,
+        backend: Backend,
+        left: str,
+        right: str,
+        options: DecodeOptions,
+        deadline_s: float,
+        allowance: int,
+        head: int,
+    ) -> PromptChoice:
+        """:meth:`choose` for one prompt layout, ``head`` tokens of context taken out of
+        the machine window."""
+        cold = self.cold_allowance(deadline_s)
+        low, high = cold, max(cold, self.machine_window(deadline_s) - head)
 
         def built(budget: int) -> PromptChoice:
             prompt, owed = build_prompt(

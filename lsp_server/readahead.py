@@ -15,11 +15,14 @@ each step interruptible and resumed at the next pause:
   (:meth:`~quotient_parser.quotient.QuotientBuilder.warm_right`: the check of the code
   after any cursor reads only its first line), and, at the cursor, the quotient
   itself (the code after the cursor);
-* on the worker, the prompt a request at the cursor would read now, then the largest
-  prompt the machine is worth (:meth:`~lsp_server.prompt_budget.PromptBudget.
-  machine_window`), which lets later requests' budgets grow back.  A backend that keeps
-  prompts (:class:`~lsp_server.model.backend.PromptCache`) reads it without losing the
-  prompt the last request used; another gets the first prompt through ``prefill``.
+* on the worker, the project context for the cursor chosen again where the file, its
+  imports or the other documents changed (:mod:`lsp_server.project`: it reads files, so
+  requests never do), then the prompt a request at the cursor would read now, then the
+  largest prompt the machine is worth, headed by that context
+  (:meth:`~lsp_server.prompt_budget.PromptBudget.machine_window`), which lets later
+  requests' budgets grow back.  A backend that keeps prompts
+  (:class:`~lsp_server.model.backend.PromptCache`) reads it without losing the prompt
+  the last request used; another gets the first prompt through ``prefill``.
 
 A request always preempts read-ahead: every step polls ``interrupt``, which says yes
 as soon as a request is queued or being served; the model is polled between short
@@ -315,7 +318,8 @@ class ReadAhead:
         if focus.length > settings.max_document_chars:
             return
         left, right = focus.text[: focus.cursor], focus.text[focus.cursor :]
-        options = self.planner.prompt_options(settings, focus.uri)
+        context = self.planner.project_context(model, settings, focus.uri, left, right, True)
+        options = self.planner.prompt_options(settings, focus.uri, context)
         budget = self.planner.budget
         deadline_s = settings.deadline_ms / 1e3
         now = budget.choose(model, left, right, options, deadline_s)

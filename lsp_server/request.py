@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .documents import TextSnapshot, length_of, same_text, text_of
+from .model.prompt import RepoContext
 from .settings import Settings
 from .status import RequestTimes, StopReason
 from .target import ProjectTarget
@@ -49,6 +50,8 @@ class Request:
     times: RequestTimes = field(default_factory=RequestTimes)
     #: The target in force and where it came from, once the planner resolved it.
     target: ProjectTarget | None = None
+    #: The project context its prompt carries, once the planner chose it.
+    project_context: RepoContext | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     future: Future[Answer] = field(default_factory=Future)
 

@@ -66,6 +66,12 @@ class Settings:
     #: The server's API: ``llama.cpp`` (llama-server's ``/completion``), ``openai``
     #: (``/v1/completions``: vLLM, SGLang, TGI, ...) or ``auto`` (asked of the server).
     server_api: ServerApi = "auto"
+    #: Other files of the project at the head of the prompt (imported definitions, recent
+    #: edits, similar code), for models whose family has a repository-level format.
+    project_context: bool = True
+    #: The share of the prompt (of the machine window: ``lsp_server.prompt_budget``) that
+    #: project context may take.
+    project_context_share: float = 0.3
     #: A local copy of the served model's vocabulary (a GGUF, vocabulary-only or whole):
     #: needed for servers that cannot describe their own (OpenAI-only engines).
     model_vocab: str | None = None
@@ -138,7 +144,7 @@ class SettingsLayers:
 
 
 _FIELDS = {f.name for f in dataclasses.fields(Settings)}
-_BOOLEANS = frozenset({"enable", "stay_inside", "witness_ending", "known_names"})
+_BOOLEANS = frozenset({"enable", "stay_inside", "witness_ending", "known_names", "project_context"})
 #: Keys of the same section that belong to the editor's client (how to start the
 #: server, protocol tracing), sent along by clients that send the whole section.
 _CLIENT_KEYS = frozenset({"server", "trace"})
@@ -157,6 +163,14 @@ def _int(value: object, low: int, high: int) -> int:
     if not low <= int(value) <= high:
         raise ValueError(f"{value} is outside {low}..{high}")
     return int(value)
+
+
+def _share(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"expected a number from 0 to 1, got {value!r}")
+    if not 0.0 <= float(value) <= 1.0:
+        raise ValueError(f"{value} is outside 0..1")
+    return float(value)
 
 
 def _choice(value: object, choices: tuple[str, ...]) -> str:
@@ -187,6 +201,8 @@ def _check(name: str, value: object) -> object:
         return _choice(value, LINE_MODES)
     if name == "server_api":
         return _choice(value, SERVER_APIS)
+    if name == "project_context_share":
+        return _share(value)
     limits = {
         "context_size": (256, 1 << 20),
         "threads": (0, 512),

@@ -17,6 +17,7 @@ import numpy as np
 
 from lsp_server.model import Backend, Generation, TokenRanking
 from lsp_server.model.backend import FloatArray, IdArray, Interrupt
+from lsp_server.model.prompt import RepoContext
 from lsp_server.model.token_index import TokenIndex
 
 
@@ -96,8 +97,12 @@ class BackendWrapper:
         max_new_tokens: int = 128,
         path: str = "",
         budget: int | None = None,
+        *,
+        context: RepoContext | None = None,
     ) -> list[int]:
-        return self.inner.build_fim_prompt(prefix, suffix, max_new_tokens, path=path, budget=budget)
+        return self.inner.build_fim_prompt(
+            prefix, suffix, max_new_tokens, path=path, budget=budget, context=context
+        )
 
     def prefill(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> None:
         self.inner.prefill(prompt, interrupt)

@@ -35,6 +35,7 @@ from lsp_server.decoding import Completion, DecodeOptions, generate
 from lsp_server.decoding.text import split_utf8
 from lsp_server.model import Backend, FimModel, LogitsRanking
 from lsp_server.model.backend import FloatArray, Interrupt
+from lsp_server.model.prompt import RepoContext
 from lsp_server.modes import Mode
 from quotient_parser.quotient import Quotient
 
@@ -92,10 +93,12 @@ class Steered(BackendWrapper):
         max_new_tokens: int = 128,
         path: str = "",
         budget: int | None = None,
+        *,
+        context: RepoContext | None = None,
     ) -> list[int]:
         self.prompt_texts.append((prefix, suffix))
         prompt = self.model.build_fim_prompt(
-            prefix, suffix, max_new_tokens, path=path, budget=budget
+            prefix, suffix, max_new_tokens, path=path, budget=budget, context=context
         )
         self.prompts.append(prompt)
         return prompt

@@ -41,6 +41,7 @@ import numpy as np
 from lexer.version import TargetVersion
 from lsp_server.decoding import DecodeOptions, generate
 from lsp_server.model.backend import Backend, FloatArray, Generation, IdArray, Interrupt
+from lsp_server.model.prompt import RepoContext
 from lsp_server.model.token_index import TokenIndex
 
 __all__ = [
@@ -164,8 +165,12 @@ class _Delegating:
         max_new_tokens: int = 128,
         path: str = "",
         budget: int | None = None,
+        *,
+        context: RepoContext | None = None,
     ) -> list[int]:
-        return self.inner.build_fim_prompt(prefix, suffix, max_new_tokens, path, budget)
+        return self.inner.build_fim_prompt(
+            prefix, suffix, max_new_tokens, path, budget, context=context
+        )
 
     def describe(self) -> str:
         return self.inner.describe()

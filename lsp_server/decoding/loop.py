@@ -53,6 +53,7 @@ def build_prompt(
         max_new_tokens=options.max_tokens,
         path=options.file_path,
         budget=options.prompt_budget,
+        context=options.project_context,
     )
     if not prompt:  # no FIM tokens, no BOS and nothing before the cursor
         prompt = backend.tokenize("\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lsp_server.model.prompt import RepoContext
 from lsp_server.modes import Mode
 
 __all__ = ["DecodeOptions"]
@@ -60,6 +61,9 @@ class DecodeOptions:
     #: model's end (neither the likeliest end nor an echo of R stops it): what
     #: ``bench.stopping_rules`` replays to compare rules for where a middle ends.
     study_stops: bool = False
+    #: Other files of the project for the head of the prompt (``lsp_server.project``);
+    #: used by families with a repository-level format, outside ``prompt_budget``.
+    project_context: RepoContext | None = None
 
     @property
     def constrained(self) -> bool:

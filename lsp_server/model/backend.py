@@ -33,6 +33,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from .prompt import RepoContext
 from .token_index import TokenIndex
 
 __all__ = [
@@ -144,10 +145,14 @@ class Backend(Protocol):
         max_new_tokens: int = 128,
         path: str = "",
         budget: int | None = None,
+        *,
+        context: RepoContext | None = None,
     ) -> list[int]:
         """The prompt for text around the cursor, cut to fit with room to generate, and to
         ``budget`` tokens of text when given (whole lines, nearest the cursor first);
-        ``path`` (the file's path, may be empty) for families whose prompts name the file."""
+        ``path`` (the file's path, may be empty) for families whose prompts name the file;
+        ``context``: other files of the project, at the prompt's head (outside the budget)
+        for families with a repository-level format, ignored by others."""
         ...
 
     def prefill(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> None:

@@ -24,6 +24,16 @@ The layouts, as each family's reference code builds them:
 ``none``                  the prefix alone: no FIM tokens
 ========================  ==============================================================
 
+Repository-level prompts (project context, :mod:`lsp_server.project`) go between BOS and
+the FIM part, in the format the family was trained on; only two families have one:
+
+=============  ====================================================================
+``qwen``       ``<|repo_name|>name\n<|file_sep|>path\ncontent ... <|file_sep|>path\n``
+               then the FIM part (Qwen2.5-Coder technical report, section 3.1)
+``starcoder``  ``<repo_name>name<file_sep>path\ncontent ... <file_sep>path\n``
+               (StarCoder2 paper, section 5; StarCoder 1 has no ``<file_sep>``)
+=============  ====================================================================
+
 With ``spm_infill`` asked for (suffix first keeps the KV cache across keystrokes, the
 prefix being the part that changes), StarCoder and CodeLlama get ``spm``, families
 trained only prefix first (Qwen2.5-Coder, DeepSeek-Coder) keep ``psm``.
@@ -45,10 +55,12 @@ __all__ = [
     "FIM_KINDS",
     "FimLayout",
     "FimTokens",
+    "RepoFormat",
     "assemble_prompt",
     "choose_layout",
     "detected",
     "find_fim_tokens",
+    "repo_header",
     "stop_tokens",
 ]
 
@@ -57,6 +69,8 @@ FIM_KINDS = ("pre", "suf", "mid", "pad", "rep", "sep")
 
 #: Prompt orders; see :class:`FimLayout`.
 Order = Literal["psm", "spm", "spm_infill", "sp", "none"]
+#: Repository-level formats; see the module docstring ("": the family has none).
+RepoFormat = Literal["", "qwen", "starcoder"]
 
 
 @dataclass(frozen=True)
@@ -89,7 +103,8 @@ class FimLayout:
     ``order`` is one of the layouts in the module docstring.  ``suffix_no_space``
     tokenizes the suffix without SentencePiece's dummy leading space, as CodeLlama's and
     Mistral's reference code do (``encode_infilling``).  ``file_header``: the prompt
-    starts with ``<filename>`` and the file's path (Mellum).
+    starts with ``<filename>`` and the file's path (Mellum).  ``repo``: the family's
+    repository-level format, where it has one and the vocabulary its tokens.
     """
 
     family: str
@@ -97,6 +112,7 @@ class FimLayout:
     add_bos: bool
     suffix_no_space: bool = False
     file_header: bool = False
+    repo: RepoFormat = ""
 
     @property
     def has_fim(self) -> bool:
@@ -169,7 +185,10 @@ def choose_layout(
     if family == "mellum":
         return FimLayout(family, "spm_infill", add_bos, file_header=tokens.file is not None)
     order: Order = _SUFFIX_FIRST.get(family, "spm_infill") if spm_infill else "psm"
-    return FimLayout(family, order, add_bos, suffix_no_space=family == "codellama")
+    repo: RepoFormat = ""
+    if tokens.rep is not None and tokens.sep is not None and family in ("qwen", "starcoder"):
+        repo = "qwen" if family == "qwen" else "starcoder"
+    return FimLayout(family, order, add_bos, suffix_no_space=family == "codellama", repo=repo)
 
 
 def assemble_prompt(
@@ -178,11 +197,14 @@ def assemble_prompt(
     prefix: list[int],
     suffix: list[int],
     path: Sequence[int] = (),
+    context: Sequence[int] = (),
 ) -> list[int]:
     """The prompt's token ids from the tokenized prefix and suffix (and file path, for a
     layout with a file header), in the layout's order (see the module docstring).  BOS
-    only where the vocabulary asks for it."""
+    only where the vocabulary asks for it; ``context``, a repository-level header
+    (:func:`repo_header`), right after it, so that it heads the KV cache."""
     out: list[int] = [tokens.bos] if layout.add_bos and tokens.bos is not None else []
+    out += context
     pre, suf, mid = tokens.pre, tokens.suf, tokens.mid
     if layout.order == "none" or pre is None or suf is None:
         return out + prefix
@@ -196,6 +218,27 @@ def assemble_prompt(
             out += [tokens.file, *path]
         return [*out, suf, *suffix, pre, *prefix, mid]
     return [*out, pre, *prefix, suf, *suffix, mid]
+
+
+def repo_header(
+    layout: FimLayout,
+    tokens: FimTokens,
+    tokenize: Callable[[str], list[int]],
+    name: str,
+    files: Sequence[tuple[str, str]],
+    current_path: str,
+) -> list[int]:
+    """The repository-level header in the layout's format (see the module docstring):
+    the repository's name, each ``(path, text)`` of ``files``, then the current file's
+    path; empty for a layout without one."""
+    rep, sep = tokens.rep, tokens.sep
+    if not layout.repo or rep is None or sep is None:
+        return []
+    out = [rep, *tokenize(name + "\n" if layout.repo == "qwen" else name)]
+    for path, text in files:
+        body = text if text.endswith("\n") else text + "\n"
+        out += [sep, *tokenize(f"{path}\n{body}")]
+    return [*out, sep, *tokenize(f"{current_path}\n")]
 
 
 def stop_tokens(tokens: FimTokens) -> frozenset[int]:
@@ -215,5 +258,6 @@ def detected(
         "family": layout.family,
         "layout": layout.order,
         "addBos": layout.add_bos,
+        "repoFormat": layout.repo or None,
         "endTokens": [{"id": t, "text": token_text(t)} for t in sorted(end_ids)],
     }

@@ -12,12 +12,19 @@ is never cut while the context window (``limit``) holds it.
 The budget is a parameter of :meth:`PromptBuilder.fit`, not a property of the model:
 :meth:`PromptBuilder.window_budget` is what the context window allows, and a caller
 that knows better (the time it takes to read a prompt) may pass less.
+
+Project context (:class:`RepoContext`, chosen by :mod:`lsp_server.project`) comes on
+top of the budget, at the head of the prompt in the family's repository format
+(:func:`~lsp_server.model.families.repo_header`); a family without one ignores it.  Its
+tokens are kept for the next prompt with the same context, so a keystroke tokenizes
+only the text around the cursor.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from lexer.text import (
@@ -30,9 +37,13 @@ from lexer.text import (
 )
 
 from .errors import ModelError
-from .families import FimLayout, FimTokens, assemble_prompt
+from .families import FimLayout, FimTokens, assemble_prompt, repo_header
 
-__all__ = ["PromptBuilder", "Tokenizer"]
+__all__ = ["MIN_FILE_WINDOW", "PromptBuilder", "RepoContext", "Tokenizer"]
+
+#: Project context is left out when, with it, the window would hold fewer tokens of the
+#: file's own text than this.
+MIN_FILE_WINDOW = 256
 
 #: Characters per token assumed when taking the text near the cursor to tokenize: code
 #: averages 3 to 4, so the first piece taken usually holds the budget; one that does not
@@ -48,6 +59,17 @@ class Tokenizer(Protocol):
     def tokenize(self, text: str) -> list[int]: ...
     def tokenize_infill(self, text: str) -> list[int]: ...
     def detokenize(self, tokens: Sequence[int]) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class RepoContext:
+    """Other files of the project for the head of a prompt: the repository's name, each
+    file's path and the text taken from it, and the current file's path (all as the
+    prompt spells them)."""
+
+    name: str
+    files: tuple[tuple[str, str], ...]
+    current_path: str
 
 
 class PromptBuilder:
@@ -77,6 +99,8 @@ class PromptBuilder:
         self.n_ctx = n_ctx
         self.suffix_share = suffix_share
         self.align_lines = max(1, align_lines)
+        #: The last project context and its tokens (a keystroke reuses them).
+        self._context: tuple[RepoContext, list[int]] | None = None
 
     # ------------------------------------------------------------ budget
 
@@ -102,20 +126,48 @@ class PromptBuilder:
         path: str = "",
         budget: int | None = None,
         margin: int = 8,
+        *,
+        context: RepoContext | None = None,
     ) -> list[int]:
         """What a backend's ``build_fim_prompt`` returns: the prompt cut to ``budget``
-        tokens of text, within the window that leaves room for ``max_new_tokens``."""
+        tokens of text, within the window that leaves room for ``max_new_tokens``, after
+        ``context``'s tokens where the family has a repository format and the window
+        still holds :data:`MIN_FILE_WINDOW` tokens of text beside them."""
         window = self.window_budget(max_new_tokens, margin)
+        head = self.context_tokens(context)
+        if window - len(head) < min(MIN_FILE_WINDOW, window):
+            head = []
+        window -= len(head)
         wanted = window if budget is None else max(1, min(budget, window))
-        return self.build(prefix, suffix, wanted, limit=window, path=path)
+        return self.build(prefix, suffix, wanted, limit=window, path=path, head=head)
+
+    def context_tokens(self, context: RepoContext | None) -> list[int]:
+        """The repository header for ``context`` (empty without one, or for a family
+        without a repository format), tokenized once per context."""
+        if context is None or not self.layout.repo:
+            return []
+        known = self._context
+        if known is not None and (known[0] is context or known[0] == context):
+            return known[1]
+        tokens = repo_header(self.layout, self.tokens, self._tokenize_prefix, context.name,
+                             context.files, context.current_path)  # fmt: skip
+        self._context = (context, tokens)
+        return tokens
 
     def build(
-        self, prefix: str, suffix: str, budget: int, limit: int | None = None, path: str = ""
+        self,
+        prefix: str,
+        suffix: str,
+        budget: int,
+        limit: int | None = None,
+        path: str = "",
+        head: Sequence[int] = (),
     ) -> list[int]:
         """Token ids of the FIM prompt for text around the cursor, cut to ``budget``
         tokens of text (see :func:`~lsp_server.model.families.assemble_prompt` and
         :meth:`fit`); ``path`` names the file where the layout has a file header (its
-        tokens count against the budget and the limit)."""
+        tokens count against the budget and the limit); ``head``: a repository header's
+        tokens, outside the budget."""
         header = self.tokenizer.tokenize(path) if path and self.layout.file_header else []
         limit = budget if limit is None else limit
         prefix, suffix = self.fit(
@@ -127,6 +179,7 @@ class PromptBuilder:
             self._tokenize_prefix(prefix),
             self._tokenize_suffix(suffix),
             header,
+            head,
         )
 
     def fit(

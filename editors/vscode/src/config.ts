@@ -46,6 +46,8 @@ export interface ServerSettings {
   stayInside: boolean;
   witnessEnding: boolean;
   knownNames: boolean;
+  projectContext: boolean;
+  projectContextShare: number;
   apiKey: string | null;
   serverApi: (typeof SERVER_APIS)[number];
   modelVocab: string | null;
@@ -70,6 +72,8 @@ export const DEFAULTS: Readonly<ServerSettings> = Object.freeze({
   stayInside: true,
   witnessEnding: false,
   knownNames: true,
+  projectContext: true,
+  projectContextShare: 0.3,
   apiKey: null,
   serverApi: 'auto',
   modelVocab: null,
@@ -116,6 +120,13 @@ export function readerFromObject(values: Record<string, unknown>): ConfigReader 
 
 function boolean(value: unknown, fallback: boolean): boolean {
   return typeof value === 'boolean' ? value : fallback;
+}
+
+function share(value: unknown, fallback: number): number {
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    return fallback;
+  }
+  return Math.min(1, Math.max(0, value));
 }
 
 function optionalString(value: unknown): string | null {
@@ -179,6 +190,8 @@ export function serverSettings(config: ConfigReader): ServerSettings {
     stayInside: boolean(config.get('stayInside'), DEFAULTS.stayInside),
     witnessEnding: boolean(config.get('witnessEnding'), DEFAULTS.witnessEnding),
     knownNames: boolean(config.get('knownNames'), DEFAULTS.knownNames),
+    projectContext: boolean(config.get('projectContext'), DEFAULTS.projectContext),
+    projectContextShare: share(config.get('projectContextShare'), DEFAULTS.projectContextShare),
     apiKey: optionalString(config.get<unknown>('apiKey')),
     serverApi: choice(config.get('serverApi'), SERVER_APIS, DEFAULTS.serverApi),
     modelVocab: optionalString(config.get<unknown>('modelVocab')),

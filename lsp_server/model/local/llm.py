@@ -34,7 +34,7 @@ from ..families import (
     stop_tokens,
 )
 from ..native import library, log_mark, native_errors
-from ..prompt import PromptBuilder
+from ..prompt import PromptBuilder, RepoContext
 from ..token_index import TokenIndex
 from ..vocabulary import LlamaVocabulary
 from .context import READ_AHEAD_CHUNK, REUSE_MIN_CHUNK, LlamaContext
@@ -227,12 +227,17 @@ class FimModel:
         path: str = "",
         budget: int | None = None,
         margin: int = 8,
+        *,
+        context: RepoContext | None = None,
     ) -> list[int]:
         """Token ids of the FIM prompt for text around the cursor, cut to ``budget`` tokens
         of text (the context window with room for ``max_new_tokens`` at most; see
         :mod:`lsp_server.model.prompt`); ``path`` names the file for families whose prompts
-        carry it (Mellum)."""
-        return self.prompts.for_request(prefix, suffix, max_new_tokens, path, budget, margin)
+        carry it (Mellum); ``context``: other files of the project, at the head of the
+        prompt for families with a repository format."""
+        return self.prompts.for_request(
+            prefix, suffix, max_new_tokens, path, budget, margin, context=context
+        )
 
     # ------------------------------------------------------------ generation
 

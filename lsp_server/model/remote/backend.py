@@ -41,7 +41,7 @@ import numpy as np
 from ..backend import FloatArray, IdArray, Interrupt
 from ..errors import Interrupted, ModelError
 from ..families import FimLayout, FimTokens, detected
-from ..prompt import PromptBuilder, Tokenizer
+from ..prompt import PromptBuilder, RepoContext, Tokenizer
 from ..token_index import TokenIndex
 from ..vocabulary import tokenize_without_dummy_space
 from .server_api import (
@@ -433,10 +433,14 @@ class RemoteBackend:
         path: str = "",
         budget: int | None = None,
         margin: int = 8,
+        *,
+        context: RepoContext | None = None,
     ) -> list[int]:
         """As ``FimModel.build_fim_prompt``: cut to ``budget`` tokens of text, within the
-        server's context with room for ``max_new_tokens``."""
-        return self.prompts.for_request(prefix, suffix, max_new_tokens, path, budget, margin)
+        server's context with room for ``max_new_tokens``, after ``context``."""
+        return self.prompts.for_request(
+            prefix, suffix, max_new_tokens, path, budget, margin, context=context
+        )
 
     def prefill(self, prompt: Sequence[int], interrupt: Interrupt | None = None) -> None:
         """Have the server read ``prompt`` into its cache, generating nothing (what

@@ -90,6 +90,10 @@ M.server_settings = {
   stayInside = boolean,
   witnessEnding = boolean,
   knownNames = boolean,
+  projectContext = boolean,
+  projectContextShare = function(v)
+    return type(v) == "number" and v >= 0 and v <= 1, "a number in 0..1"
+  end,
   apiKey = optional_string,
   serverApi = one_of("auto", "llama.cpp", "openai"),
   modelVocab = optional_string,
