@@ -149,7 +149,7 @@ class Runner:
                 target=self.target,
             )
 
-        completion, _, _ = generate_in_line_mode(quotient, "auto", attempt)
+        completion, _, _ = generate_in_line_mode(quotient, "auto", attempt, fim=self.model.has_fim)
         middle = completion.middle
         head = len(self.model.prompts.context_tokens(context))
         return Run(

@@ -21,7 +21,9 @@ complete point, an echo of R's next line of code ending the middle before it);
 their own (the cursor at a line's start, code after it); ``echo`` scores the point just
 before an echo of R with the echo's probability (a model that writes R again has ended
 the middle there); ``first-line`` is the first complete line of its own (what single-line
-mode gives); ``oracle`` is the first point whose middle passes, the ceiling.
+mode gives); ``tail-echo`` also cuts a line that ends with the rest of the cursor's line
+before that text (the decoder's rule inside a line); ``oracle`` is the first point
+whose middle passes, the ceiling.
 """
 
 from __future__ import annotations
@@ -89,8 +91,8 @@ def trace_task(model: Any, task: Task, suite: str, options: DecodeOptions) -> Tr
 
 # --------------------------------------------------------------------------- rules
 
-#: A rule: the trace and R's echo detector -> the middle it returns.
-Rule = Callable[[Trace, RightEcho], str]
+#: A rule: the trace and its task -> the middle it returns.
+Rule = Callable[[Trace, Task], str]
 
 
 def _replay(trace: Trace, echo: RightEcho, *, lines: bool, echo_score: bool) -> str:
@@ -124,25 +126,59 @@ def _replay(trace: Trace, echo: RightEcho, *, lines: bool, echo_score: bool) -> 
     return "" if best is None else best[1]
 
 
+def _tail_echo(t: Trace, task: Task) -> str:
+    """``likeliest``, and, the cursor inside a line, where a line the model ended ends
+    with the rest of the cursor's line (``return closest_pair`` where R goes on with
+    ``osest_pair``), the middle cut before that text (``return cl``), as the decoder
+    does: a point scored with the log-probability through the echo, weighed against
+    those before it; generation stops as before once no later point can win."""
+    echo = RightEcho(task.right, task.left)
+    best: tuple[float, str] | None = None
+    for step in t.steps:
+        if best is not None and step.logprob <= best[0]:
+            return best[1]
+        at = echo.tail(step.middle) if step.middle.endswith("\n") else None
+        if at is not None:
+            cut = step.middle[:at]
+            ok = cut.strip() and parses(task.left + cut + task.right)
+            if ok and (best is None or step.logprob > best[0]):
+                return cut
+            return "" if best is None else best[1]
+        if _point(step, t, False):
+            score = step.logprob + step.end_logprob
+            if best is None or score > best[0]:
+                best = (score, step.middle)
+    return "" if best is None else best[1]
+
+
 def _point(step: Step, trace: Trace, lines: bool) -> bool:
     if not step.complete or not step.middle.strip():
         return False
     return not (lines and trace.own_line) or step.middle.endswith("\n")
 
 
-def _first_line(trace: Trace, echo: RightEcho) -> str:
+def _first_line(trace: Trace, task: Task) -> str:
     for step in trace.steps:
         if _point(step, trace, lines=True) and (not trace.own_line or step.middle.count("\n") == 1):
             return step.middle
     return ""
 
 
+def _replaying(lines: bool, echo_score: bool) -> Rule:
+    def rule(t: Trace, task: Task) -> str:
+        echo = RightEcho(task.right, task.left)
+        return _replay(t, echo, lines=lines, echo_score=echo_score)
+
+    return rule
+
+
 RULES: dict[str, Rule] = {
-    "likeliest": lambda t, e: _replay(t, e, lines=False, echo_score=False),
-    "lines": lambda t, e: _replay(t, e, lines=True, echo_score=False),
-    "echo": lambda t, e: _replay(t, e, lines=False, echo_score=True),
-    "lines+echo": lambda t, e: _replay(t, e, lines=True, echo_score=True),
+    "likeliest": _replaying(lines=False, echo_score=False),
+    "lines": _replaying(lines=True, echo_score=False),
+    "echo": _replaying(lines=False, echo_score=True),
+    "lines+echo": _replaying(lines=True, echo_score=True),
     "first-line": _first_line,
+    "tail-echo": _tail_echo,
 }
 
 
@@ -180,12 +216,11 @@ def judge(traces: Sequence[Trace], tasks: dict[str, Task]) -> dict[str, dict[str
             similarity = 0.0
             for trace in mine:
                 task = tasks[trace.task]
-                echo = RightEcho(task.right, task.left)
                 if rule is None:
                     points = [s.middle for s in trace.steps if _point(s, trace, False)]
                     middle = next((m for m in points if judge_.passes(task.id, m)), "")
                 else:
-                    middle = rule(trace, echo)
+                    middle = rule(trace, task)
                 passed += judge_.passes(task.id, middle)
                 exact += middle.rstrip() == task.truth.rstrip()
                 empty += not middle.strip()

@@ -281,7 +281,9 @@ class Runner:
             spent.append(completion.tokens)
             return completion
 
-        completion, single, _ = generate_in_line_mode(quotient, self.line_mode, attempt)
+        completion, single, _ = generate_in_line_mode(
+            quotient, self.line_mode, attempt, fim=self.model.has_fim
+        )
         return completion, single, sum(spent)
 
     def _checked(self, task: Task, free: Completion, unconstrained: ModeRun) -> ModeRun:

@@ -351,6 +351,7 @@ class Planner:
             settings.line_mode,
             lambda single: _generate(request, model, quotient, single, choice),
             lambda: not request.cancelled and not _late(request),
+            fim=model.has_fim,
         )
         suggestions: list[Suggestion] = []
         usable = result.complete is not False  # None: a mode that does not check

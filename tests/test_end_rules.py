@@ -62,15 +62,29 @@ def test_normalised_points_never_settle() -> None:
     assert not points.settled(-100.0)
 
 
-def test_best_until_takes_the_best_point_of_a_prefix() -> None:
+def test_best_within_takes_the_best_point_of_a_prefix() -> None:
     points = StoppingPoints()
     points.found(-5.0, "a", 1)
     points.found(-4.0, "a b", 4)
     points.found(-3.0, "a b c", 9)
-    assert points.best_until(0) is None
-    assert points.best_until(3) == (-5.0, "a", 1)
-    assert points.best_until(8) == (-4.0, "a b", 4)
-    assert points.best_until(20) == (-3.0, "a b c", 9)
+    assert points.best_within(0) is None
+    assert points.best_within(2) == (-5.0, "a", 1)
+    assert points.best_within(4) == (-4.0, "a b", 4)
+    assert points.best_within(20) == (-3.0, "a b c", 9)
+
+
+def test_the_rest_of_the_cursor_line_written_again_is_an_echo() -> None:
+    """Inside a line, a line of the middle that ends with the rest of the cursor's line
+    writes R again within the line: the middle ends before that text."""
+    left, right = "    closest_pair = None\n    cl", "osest_pair = x\n    return y\n"
+    echo = RightEcho(right, left)
+    middle = "osest_pair = min(pairs)\n    return closest_pair = x\n"
+    assert echo.tail(middle) == middle.index("osest_pair = x")
+    assert echo.tail("osest_pair = min(pairs)\n") is None
+    assert echo.tail(middle.rstrip("\n")) is None  # the line is not ended yet
+    # a line of its own, or the cursor at a line's end: no rest of the line to echo
+    assert RightEcho(right, "    closest_pair = None\n").tail(middle) is None
+    assert RightEcho("\n    return y\n", left).tail(middle) is None
 
 
 def test_tokens_before_an_offset() -> None:

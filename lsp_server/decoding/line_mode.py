@@ -1,8 +1,11 @@
 """Single-line or multi-line: which the cursor asks for, and the fallback between them.
 
 In ``auto`` line mode the middle is a single line unless the grammar says the cursor
-opens a block (:func:`opens_block`); a single line that cannot connect is generated
-again over several lines (:func:`generate_in_line_mode`).  What a single line is
+opens a block (:func:`opens_block`), or, for a model that sees the code after the
+cursor (FIM), the cursor is inside a line of code (:func:`inside_line`: what the model
+writes may run over lines, and ends where it writes the rest of that line again,
+``stopping.RightEcho.tail``); a single line that cannot connect is generated again
+over several lines (:func:`generate_in_line_mode`).  What a single line is
 depends on where the cursor is: after code on its line, the rest of that line (the
 model's line break ends it); at the start of a line that has code after the cursor, a
 line of its own inserted there, which ends with its line break (the decoder's
@@ -20,7 +23,7 @@ from quotient_parser.quotient import Quotient
 
 from .result import Completion
 
-__all__ = ["generate_in_line_mode", "opens_block", "own_line", "single_line"]
+__all__ = ["generate_in_line_mode", "inside_line", "opens_block", "own_line", "single_line"]
 
 
 def own_line(quotient: Quotient) -> bool:
@@ -28,6 +31,11 @@ def own_line(quotient: Quotient) -> bool:
     line: the middle is lines of their own inserted there, each ending with its line
     break (a single line: one such line)."""
     return not last_line(quotient.left).strip() and bool(first_line(quotient.right).strip())
+
+
+def inside_line(quotient: Quotient) -> bool:
+    """The cursor has code before it and after it on its line."""
+    return bool(last_line(quotient.left).strip()) and bool(first_line(quotient.right).strip())
 
 
 def opens_block(quotient: Quotient) -> bool:
@@ -49,11 +57,12 @@ def opens_block(quotient: Quotient) -> bool:
     return deeper and not same
 
 
-def single_line(line_mode: LineMode, quotient: Quotient) -> bool:
-    """Whether to generate a single line (``auto``: unless the cursor opens a block)."""
+def single_line(line_mode: LineMode, quotient: Quotient, fim: bool = False) -> bool:
+    """Whether to generate a single line (``auto``: unless the cursor opens a block, or
+    is inside a line of code and the model is a FIM model)."""
     if line_mode != "auto":
         return line_mode == "single"
-    return not opens_block(quotient)
+    return not opens_block(quotient) and not (fim and inside_line(quotient))
 
 
 def generate_in_line_mode(
@@ -61,12 +70,14 @@ def generate_in_line_mode(
     line_mode: LineMode,
     attempt: Callable[[bool], Completion],
     may_retry: Callable[[], bool] = lambda: True,
+    *,
+    fim: bool = False,
 ) -> tuple[Completion, bool, bool]:
     """A middle in ``line_mode``: (the completion, whether it is single-line, whether it
     fell back to several lines).  ``attempt(single)`` generates one (the language
     server's carries what is left of the deadline); ``may_retry`` says whether there is
-    still time for the fallback."""
-    single = single_line(line_mode, quotient)
+    still time for the fallback; ``fim``: the model sees the code after the cursor."""
+    single = single_line(line_mode, quotient, fim)
     result = attempt(single)
     if single and line_mode == "auto" and not result.complete and may_retry():
         return attempt(False), False, True

@@ -250,7 +250,23 @@ class Decoder:
         if self.echo is None or (b"\n" not in data and b"\r" not in data):
             return False
         self.echo_at = self.echo.start(self.middle)
+        if self.echo_at is None:
+            self.echo_at = self.echo.tail(self.middle)
+            if self.echo_at is not None:
+                self._note_cut(self.echo_at)
         return self.echo_at is not None
+
+    def _note_cut(self, offset: int) -> None:
+        """The middle cut at ``offset`` (before an echo of the rest of the cursor's line)
+        as a stopping point, scored with the log-probability through the echo."""
+        if not self.middle[:offset].strip() or not self.points.could_improve(self.logprob):
+            return
+        t0 = time.perf_counter_ns()
+        cut = self.points.cut_at(self.middle, offset)
+        landed = cut is not None and cut[1].lands
+        self._parser_ns += time.perf_counter_ns() - t0
+        if cut is not None and landed:
+            self.points.found(self.logprob, self.middle[:offset], cut[0])
 
     def _line_echoes(self) -> bool:
         """The middle, ending here at a line's end, ends with R's next line of code."""
@@ -278,7 +294,7 @@ class Decoder:
             if stop == StopReason.LIKELIEST_END and self.points.best is not None:
                 return self.points.best[1], True, self.points.best[2]
             if stop == StopReason.REPEATS_RIGHT and self.echo_at is not None:
-                point = self.points.best_until(self.points.tokens_before(self.echo_at))
+                point = self.points.best_within(self.echo_at)
                 if point is None:  # no complete middle before the echo
                     return "", False, 0
                 return point[1], True, point[2]

@@ -18,7 +18,11 @@ and the score is length-normalised as before.
 A model that goes on past the end of the middle often writes the code after the cursor
 again (``RightEcho``): once a whole line of the middle is the next line of code after
 the cursor, the middle ends before it, at the best stopping point there
-(``StopReason.REPEATS_RIGHT``).  When no token boundary was complete, the text inside
+(``StopReason.REPEATS_RIGHT``).  With the cursor inside a line, a line the model ends
+that ends with the rest of the cursor's line (``return closest_pair`` where R goes on
+with ``osest_pair``) is the same echo within one line: the middle is cut before that
+text (``return cl``), a stopping point scored with the probability of the echo, which
+stands for the end.  When no token boundary was complete, the text inside
 the tokens is searched, longest first, within a small budget.
 """
 
@@ -27,7 +31,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from lexer.text import last_line
+from lexer.text import first_line, last_line
 from quotient_parser.quotient import QuotientState
 
 from .stop_reason import StopReason
@@ -107,9 +111,20 @@ class StoppingPoints:
         token, and the end token, only lower it (likelihood scores only)."""
         return self.likelihood and self.best is not None and logprob <= self.best[0]
 
-    def best_until(self, tokens: int) -> tuple[float, str, int] | None:
-        """The best point among those of at most ``tokens`` tokens."""
-        return next((point for point in reversed(self.bests) if point[2] <= tokens), None)
+    def best_within(self, chars: int) -> tuple[float, str, int] | None:
+        """The best point whose middle is at most ``chars`` characters long."""
+        return next((point for point in reversed(self.bests) if len(point[1]) <= chars), None)
+
+    def cut_at(self, middle: str, offset: int) -> tuple[int, QuotientState] | None:
+        """(tokens it holds, state) of ``middle`` cut at ``offset`` characters: the
+        state at the boundary before the cut, fed the text up to it (None before the
+        first boundary recorded)."""
+        for index in range(len(self.boundaries) - 1, -1, -1):
+            before, state = self.boundaries[index]
+            if len(before) <= offset:
+                rest = middle[len(before) : offset]
+                return self.offset + index + bool(rest), state.feed(rest) if rest else state
+        return None
 
     def tokens_before(self, offset: int) -> int:
         """How many tokens the middle holds when it is ``offset`` characters long or
@@ -165,6 +180,10 @@ class RightEcho:
         #: the middle's first line ends the cursor's line, whose code before the cursor
         #: makes it no line of its own (``max(values, `` + ``)``: no echo of R's ``)``)
         self.joins_left = bool(last_line(left).strip())
+        #: the rest of the cursor's line, when the cursor is inside a line of code (code
+        #: on both sides of it): what a line of the middle ends with when it echoes R
+        rest = first_line(right).rstrip()
+        self.rest = rest if self.joins_left and rest.strip() else ""
 
     def start(self, middle: str) -> int | None:
         """The offset where the middle's first whole line equal to R's next line of code
@@ -177,5 +196,20 @@ class RightEcho:
                 break  # not whole yet
             if line.strip() == self.line and not (index == 0 and self.joins_left):
                 return offset
+            offset += len(line)
+        return None
+
+    def tail(self, middle: str) -> int | None:
+        """The offset where a whole line of the middle begins to write the rest of the
+        cursor's line again (the cursor inside a line), or None."""
+        if not self.rest:
+            return None
+        offset = 0
+        for line in middle.splitlines(keepends=True):
+            if not line.endswith(("\n", "\r")):
+                break
+            body = line.rstrip()
+            if body.endswith(self.rest):
+                return offset + len(body) - len(self.rest)
             offset += len(line)
         return None
