@@ -3,7 +3,7 @@
 Usage::
 
     python -m bench.stopping_rules generate --model qwen2.5-coder-0.5b --out traces.json
-    python -m bench.stopping_rules judge traces.json [--json]
+    python -m bench.stopping_rules judge traces.json [--json]   (.json.xz: compressed)
 
 ``generate`` decodes each HumanEval infilling task once, constrained and over several
 lines, with ``DecodeOptions.study_stops``: nothing stops the generation before the token
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import lzma
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -277,10 +278,12 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
             for suite, task in with_progress(todo, not args.no_progress, "task", lambda x: x[1].id)
         ]
         meta = {"model": args.model, "seed": args.seed, "n": counts, "max_tokens": args.max_tokens}
-        with open(args.out, "w") as f:
+        opener = lzma.open if args.out.endswith(".xz") else open
+        with opener(args.out, "wt") as f:
             json.dump({**meta, "traces": [asdict(t) for t in traces]}, f)
         return 0
-    with open(args.traces) as f:
+    opener = lzma.open if args.traces.endswith(".xz") else open
+    with opener(args.traces, "rt") as f:
         data = json.load(f)
     traces = [Trace.from_dict(t) for t in data["traces"]]
     suites = sorted({t.suite for t in traces})
