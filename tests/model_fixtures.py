@@ -17,6 +17,7 @@ import pytest
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
 pytest.importorskip("gguf", reason="the gguf package is not installed")
 
+from lsp_server.decoding.options import DecodeOptions
 from lsp_server.model.local.llm import FimModel
 from testmodels.tiny import STOPPING_MODEL, build_tiny_model
 
@@ -101,3 +102,10 @@ def tiny_model(tiny_session_model: FimModel) -> FimModel:
     """The shared tiny model with an empty KV cache."""
     tiny_session_model.cache.reset()
     return tiny_session_model
+
+
+def syntax_options(**settings: object) -> DecodeOptions:
+    """Decoding options for tests of the syntax checks on random-weight models, with
+    ``knownNames`` off: such models write arbitrary names, which the check
+    (``test_known_names``) would refuse, changing the scenarios under test."""
+    return DecodeOptions(**{"known_names": False, **settings})  # type: ignore[arg-type]

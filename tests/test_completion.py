@@ -23,6 +23,7 @@ from backend_contract import BackendWrapper
 from model_fixtures import (  # noqa: F401  (fixtures are used by name)
     TinyFactory,
     model_cache,
+    syntax_options,
     tiny_factory,
     tiny_model,
     tiny_model_path,
@@ -38,14 +39,6 @@ from lsp_server.model.backend import FloatArray, Interrupt
 from lsp_server.model.prompt import RepoContext
 from lsp_server.modes import Mode
 from quotient_parser.quotient import Quotient
-
-
-def syntax_options(**settings: object) -> DecodeOptions:
-    """Options for these tests of the syntax checks, with ``knownNames`` off: the
-    random-weight models write arbitrary names, which the check (``test_known_names``)
-    would refuse, changing the scenarios under test."""
-    return DecodeOptions(**{"known_names": False, **settings})  # type: ignore[arg-type]
-
 
 Accepts = Callable[[str | bytes], bool]
 

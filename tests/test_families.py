@@ -29,10 +29,10 @@ from family_fixtures import (  # noqa: F401  (fixtures are used by name)
     family_model,
     family_path,
 )
-from model_fixtures import model_cache  # noqa: F401
+from model_fixtures import model_cache, syntax_options  # noqa: F401
 from test_completion import Steered
 
-from lsp_server.decoding import DecodeOptions, generate
+from lsp_server.decoding import generate
 from lsp_server.model.families import FimTokens, assemble_prompt, choose_layout
 from lsp_server.model.local.llm import FimModel
 from lsp_server.modes import Mode
@@ -304,7 +304,7 @@ def test_every_end_token_ends_the_middle(
     line = [fam.model.vocab_bytes.index(c.encode()) for c in "z = 3\n"]
     for token in sorted(fam.model.eog_ids):
         for mode in ("constrained", "unconstrained"):
-            options = DecodeOptions(mode=mode, max_tokens=len(line) + 2)
+            options = syntax_options(mode=mode, max_tokens=len(line) + 2)
             r = generate(Steered(fam.model, [*line, token]), left, right, options, target=target)
             # A model that never sees the code after the cursor stops where the middle
             # connects to it, before its end token.
@@ -330,7 +330,7 @@ def test_token_healing_writes_the_word_again(
     healed = m.vocab.token_bytes[last].decode()
     assert healed.strip() == "pri"
     steered = Steered(m, [last], eog_bias=-1e4)
-    r = generate(steered, HEAL_LEFT, HEAL_RIGHT, DecodeOptions(mode=mode, max_tokens=4),
+    r = generate(steered, HEAL_LEFT, HEAL_RIGHT, syntax_options(mode=mode, max_tokens=4),
                  target=target)  # fmt: skip
     assert r.healed == healed
     assert steered.prompt_texts == [(HEAL_LEFT[: -len(healed)], HEAL_RIGHT)]
@@ -350,7 +350,7 @@ def test_token_healing_looks_beyond_the_top_k(
     for mode in ("constrained", "unconstrained"):
         m.cache.reset()
         steered = Steered(m, eog_bias=-1e4, mute_empty=True)
-        options = DecodeOptions(mode=mode, max_tokens=3, top_k=5)
+        options = syntax_options(mode=mode, max_tokens=3, top_k=5)
         r = generate(steered, HEAL_LEFT, HEAL_RIGHT, options, target=target)
         assert r.healed.strip() == "pri"
         generated = steered.generated_bytes()
@@ -368,13 +368,13 @@ def test_character_in_byte_tokens_is_held_back_until_whole(
     left, right = 'name = "a ', '"\n'
     pieces = [_byte_token(m, b) for b in SNAKE.encode()]
     steered = Steered(m, [*pieces, _end_token(m)])
-    r = generate(steered, left, right, DecodeOptions(mode=mode, max_tokens=8), target=target)
+    r = generate(steered, left, right, syntax_options(mode=mode, max_tokens=8), target=target)
     assert (r.middle, r.stop_reason, r.tokens) == (SNAKE, "eos", 4)
     # cut off after the first byte: nothing of the character comes out
     m.cache.reset()
     steered = Steered(m, pieces[:1])
     stop = lambda: bool(steered.appended)  # noqa: E731
-    r = generate(steered, left, right, DecodeOptions(mode=mode, max_tokens=8), target=target,
+    r = generate(steered, left, right, syntax_options(mode=mode, max_tokens=8), target=target,
                  cancel=stop)  # fmt: skip
     assert (r.middle, r.stop_reason, r.tokens) == ("", "cancelled", 1)
 
@@ -386,7 +386,7 @@ def test_constrained_end_waits_for_a_whole_character(
     m = family_model(name).model
     left, right = 'name = "a ', '"\n'
     steered = Steered(m, [_byte_token(m, SNAKE.encode()[0]), _end_token(m)])
-    r = generate(steered, left, right, DecodeOptions(max_tokens=6), target=target)
+    r = generate(steered, left, right, syntax_options(max_tokens=6), target=target)
     assert len(steered.appended) >= 2 and "\ufffd" not in r.middle
     if r.complete:
         assert ast_accepts(left + r.middle + right)
@@ -399,7 +399,7 @@ def test_no_fim_prompt_and_middle(
     m = family_model(name).model
     left, right = "def f(x):\n    return x + (", ")\n\n\nprint(f(1))\n"
     steered = Steered(m, mute_empty=True)
-    r = generate(steered, left, right, DecodeOptions(max_tokens=8), target=target)
+    r = generate(steered, left, right, syntax_options(max_tokens=8), target=target)
     ft = m.fim_tokens
     assert steered.prompts == [[ft.bos, *m.tokenize(left)]]
     if r.complete:
@@ -418,5 +418,5 @@ def test_qwen_writes_the_text_slash_s(
     left, right = 'html = "<s>x', '"\n'
     for mode in ("constrained", "unconstrained"):
         steered = Steered(m, [128247, _end_token(m)])
-        r = generate(steered, left, right, DecodeOptions(mode=mode, max_tokens=4), target=target)
+        r = generate(steered, left, right, syntax_options(mode=mode, max_tokens=4), target=target)
         assert (r.middle, r.stop_reason) == ("</s>", "eos"), mode

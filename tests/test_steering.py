@@ -20,6 +20,7 @@ import pytest
 from model_fixtures import (  # noqa: F401  (fixtures are used by name)
     TinyFactory,
     model_cache,
+    syntax_options,
     tiny_factory,
     tiny_model,
     tiny_model_path,
@@ -27,7 +28,7 @@ from model_fixtures import (  # noqa: F401  (fixtures are used by name)
 )
 from test_completion import Steered, byte_token
 
-from lsp_server.decoding import Completion, DecodeOptions, generate, steering
+from lsp_server.decoding import Completion, generate, steering
 from lsp_server.decoding.alternatives import ALTERNATIVES, branch, branch_points, ranked
 from lsp_server.decoding.restart import restart_points
 from lsp_server.decoding.steering import dead_line_end, finish_chars_per_token
@@ -35,14 +36,6 @@ from lsp_server.decoding.stopping import StopCheck
 from lsp_server.model import FimModel
 from lsp_server.status import StopReason
 from quotient_parser.quotient import Quotient
-
-
-def syntax_options(**settings: object) -> DecodeOptions:
-    """Options for these tests of the syntax checks, with ``knownNames`` off: the
-    random-weight models write arbitrary names, which the check (``test_known_names``)
-    would refuse, changing the scenarios under test."""
-    return DecodeOptions(**{"known_names": False, **settings})  # type: ignore[arg-type]
-
 
 Accepts = Callable[[str | bytes], bool]
 
