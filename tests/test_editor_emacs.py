@@ -45,7 +45,9 @@ DRIVER = r"""
 ;;; driver.el --- the test's part: what a user would type  -*- lexical-binding: t; -*-
 (require 'json)
 (setq fimlsp-initialization-options
-      `(:model ,(getenv "FIMLSP_TEST_MODEL") :maxTokens 48 :deadlineMs 4000))
+      ;; knownNames off: the random-weight test model writes arbitrary names
+      `(:model ,(getenv "FIMLSP_TEST_MODEL") :maxTokens 48 :deadlineMs 4000
+        :knownNames :json-false))
 ;; Eglot's own per-project settings reach the server too (workspace/configuration, section
 ;; "fimlsp") and win over the initializationOptions.
 (setq-default eglot-workspace-configuration '(:fimlsp (:deadlineMs 8000)))
