@@ -134,7 +134,9 @@ def test_the_remote_backend_over_llama_cpp_python_gives_the_in_process_middles(
     """The whole remote backend (modelVocab, streamed legacy logprobs, a new request at each
     rejected token) against this server: greedy constrained decoding reaches the in-process
     tokens, stop reasons and verdicts."""
-    options = DecodeOptions(max_tokens=10, token_healing=False)
+    # knownNames off: the random-weight model's arbitrary names would be refused, and
+    # the server's few ranked alternatives run out sooner than the whole vocabulary
+    options = DecodeOptions(max_tokens=10, token_healing=False, known_names=False)
     with open_remote(lcpp_server, model_vocab=tiny_model_path, n_ctx=1024) as remote:
         assert remote.client.api == OPENAI and remote.layout == tiny_model.layout
         for left, right in SNIPPETS:

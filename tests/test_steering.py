@@ -366,13 +366,15 @@ def test_stay_inside_keeps_the_call_open(
     closer_model: FimModel, target: tuple[int, int], ast_accepts: Accepts
 ) -> None:
     """Inside ``max(values, |)`` a closer-loving model closes the call when allowed to;
-    under stayInside (the default) it writes an argument instead."""
+    under stayInside (the default) it writes an argument instead.  (On one line: over
+    several, its ``)`` and line break would write R's ``)`` again, an echo.)"""
     left, right = "values = [1, 2]\ntotal = max(values, ", ")\nprint(total)\n"
     inside = Quotient(left, right, target, stay_inside=True)
     closer_model.cache.reset()
-    kept = generate(closer_model, left, right, syntax_options(max_tokens=16), target=target)
+    one_line = syntax_options(max_tokens=16, single_line=True)
+    kept = generate(closer_model, left, right, one_line, target=target)
     closer_model.cache.reset()
-    free = generate(closer_model, left, right, syntax_options(max_tokens=16, stay_inside=False),
+    free = generate(closer_model, left, right, replace(one_line, stay_inside=False),
                     target=target)  # fmt: skip
     assert kept.complete and not kept.inside_fallback
     assert inside.initial.feed(kept.middle).complete  # it stayed inside
