@@ -39,10 +39,10 @@ from typing import IO, Any
 from bench.harness import with_progress
 from bench.humaneval import run_tests
 from bench.usefulness import Task, parses, repeats_right, suite_tasks
-from lexer.text import first_line, last_line
 from lexer.version import TargetVersion
 from lsp_server.decoding import DecodeOptions, generate
 from lsp_server.decoding.edit_distance import edit_similarity
+from lsp_server.decoding.line_mode import own_line
 from lsp_server.decoding.stopping import RightEcho
 from lsp_server.model import open_model
 from quotient_parser.quotient import Quotient
@@ -85,9 +85,8 @@ def trace_task(model: Any, task: Task, suite: str, options: DecodeOptions) -> Tr
     quotient = Quotient(task.left, task.right, target, stay_inside=options.stay_inside)
     completion = generate(model, task.left, task.right, options, quotient=quotient, target=target)
     steps = tuple(Step(*s) for s in completion.stops)
-    own = not last_line(task.left).strip() and bool(first_line(task.right).strip())
     final = steps[-1].middle if steps else ""
-    return Trace(suite, task.id, own, steps, max(final, completion.middle, key=len))
+    return Trace(suite, task.id, own_line(quotient), steps, max(final, completion.middle, key=len))
 
 
 # --------------------------------------------------------------------------- rules

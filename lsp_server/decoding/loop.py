@@ -259,14 +259,15 @@ class Decoder:
     def _note_cut(self, offset: int) -> None:
         """The middle cut at ``offset`` (before an echo of the rest of the cursor's line)
         as a stopping point, scored with the log-probability through the echo."""
-        if not self.middle[:offset].strip() or not self.points.could_improve(self.logprob):
+        text = self.middle[:offset]
+        if not text.strip() or not self.points.could_improve(self.logprob):
             return
         t0 = time.perf_counter_ns()
         cut = self.points.cut_at(self.middle, offset)
         landed = cut is not None and cut[1].lands
         self._parser_ns += time.perf_counter_ns() - t0
         if cut is not None and landed:
-            self.points.found(self.logprob, self.middle[:offset], cut[0])
+            self.points.found(self.logprob, text, cut[0])
 
     def _line_echoes(self) -> bool:
         """The middle, ending here at a line's end, ends with R's next line of code."""
