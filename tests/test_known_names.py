@@ -198,7 +198,8 @@ def test_a_load_of_a_name_bound_nowhere_is_refused_where_it_completes(
 
 
 def test_a_name_joined_with_the_right_context_is_judged_at_the_end() -> None:
-    assert first_refusal("x = fo", "o", "(1)\n") == "<end>"
+    assert first_refusal("x = [fo", "o", "(1)]\n") == "<end>"
+    assert first_refusal("x = fo", "o", "(1)\n") == "o"  # refused sooner: see below
     assert first_refusal("x = (fo", "o", ")\n") == "<end>"  # the end of an element: R's ')'
     assert first_refusal("x = (fo", "o", " for foo in [1])\n") is None
     assert first_refusal("def foo():\n    pass\nx = fo", "o", "(1)\n") is None
@@ -223,6 +224,21 @@ def test_a_prefix_no_known_name_begins_is_refused_at_a_plain_load() -> None:
     # where a target may stand, a new name is fine
     known = known_names("def f():\n    ", "\n", TARGET)
     assert NameGuard.start(known, "\n").feed("zq").ok
+
+
+def test_a_name_the_user_began_before_the_cursor_is_refused_once_nothing_known_begins_it() -> None:
+    # the cursor inside a word: what the middle adds to it must lead to a known name,
+    # even in a bracket (where a new name could otherwise be a comprehension's target)
+    # and after '=' (where it could otherwise be a chained assignment's)
+    code = "def _get_annotation_arg(k, t):\n    pass\n"
+    assert first_refusal(code + "x = _get_annota", "tion_arg(1, 2)") is None
+    assert first_refusal(code + "x = _get_annota", "ble(1)") == "b"
+    assert first_refusal("kind = 1\nok = (kind is bytes\n    or isi", "nstance(kind, str))") is None
+    assert first_refusal("kind = 1\nok = (kind is bytes\n    or isi", "nt(kind))") == "nt"
+    # a name the middle starts itself may still be a chained assignment's target
+    assert first_refusal("x = ", "width = 0") is None
+    # and a comprehension's element the user began is judged when its 'for' comes
+    assert first_refusal("xs = [1]\nys = [ite", "m for item in xs]") is None
 
 
 def test_the_setting_is_on_by_default_and_can_be_switched_off() -> None:

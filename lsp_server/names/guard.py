@@ -142,18 +142,21 @@ class NameGuard:
             # the pending text decides the waiting name's role: a load whatever it becomes
             return not all(_violates_after(walker, kind) for kind in kinds)
         if kinds == {"NAME"} and lex.offset > self.known.left_chars:
-            return not self._doomed(walker, pending)
+            begun = lex.offset - len(pending) < self.known.left_chars
+            return not self._doomed(walker, pending, begun)
         return True
 
-    def _doomed(self, walker: Walker, name: str) -> bool:
+    def _doomed(self, walker: Walker, name: str, begun: bool) -> bool:
         """Whether ``name``, being typed at a plain load position, can only end as a name
-        known nowhere."""
+        known nowhere.  ``begun``: the user began typing it before the cursor, so it is
+        not a comprehension's target to be bound later, nor a chained assignment's."""
         prev = walker.prev
-        if prev not in _PLAIN_LOAD_AFTER:
+        if prev not in _PLAIN_LOAD_AFTER and not (begun and prev == "="):
             return False
-        if walker.context() != "load":
+        context = walker.context()
+        if context != "load" and not (begun and prev == "=" and context == "stmt"):
             return False
-        if walker.defers_to_end or walker.in_element():
+        if not begun and (walker.defers_to_end or walker.in_element()):
             return False  # it may be a comprehension's element, or defined later
         if self.known.has_prefix(name):
             return False
