@@ -237,8 +237,11 @@ class Walker:
             else:
                 self.bound = self.bound | {text}
             return
+        end = start + len(text)
+        if context == "stmt" and self.prev == "=" and start < self.checked_from < end:
+            context = "load"  # begun before the cursor after '=': not a new chained target
         # every other role waits for the next symbol: ``:=`` makes any of them a binding
-        self.pending = (text, start, start + len(text), context)
+        self.pending = (text, start, end, context)
 
     def decide(self, after: str) -> None:
         """Decide the pending name's role now that ``after`` follows it."""
