@@ -233,7 +233,7 @@ def test_a_name_the_user_began_before_the_cursor_is_refused_once_nothing_known_b
     code = "def _get_annotation_arg(k, t):\n    pass\n"
     assert first_refusal(code + "x = _get_annota", "tion_arg(1, 2)") is None
     assert first_refusal(code + "x = _get_annota", "ble(1)") == "b"
-    assert first_refusal(code + "x = _get_annota", "tion_a = 1") == "tion_a ="
+    assert first_refusal(code + "x = _get_annota", "tion_a = 1") == "tion_a "
     assert first_refusal("kind = 1\nok = (kind is bytes\n    or isi", "nstance(kind, str))") is None
     assert first_refusal("kind = 1\nok = (kind is bytes\n    or isi", "nt(kind))") == "nt"
     # a name the middle starts itself may still be a chained assignment's target

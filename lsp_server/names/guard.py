@@ -137,7 +137,7 @@ class NameGuard:
         pending = lex.pending
         kinds = lex.pending_kinds()
         if kinds is None or not pending:
-            return True
+            return not self._begun_unknown_load(walker)
         if walker.pending is not None:
             # the pending text decides the waiting name's role: a load whatever it becomes
             return not all(_violates_after(walker, kind) for kind in kinds)
@@ -145,6 +145,15 @@ class NameGuard:
             begun = lex.offset - len(pending) < self.known.left_chars
             return not self._doomed(walker, pending, begun)
         return True
+
+    def _begun_unknown_load(self, walker: Walker) -> bool:
+        """The name waiting for its next symbol was begun before the cursor, can only be
+        a load (``:=`` aside), and is known nowhere: blanks after it change nothing."""
+        waiting = walker.pending
+        if waiting is None:
+            return False
+        _text, start, _end, context = waiting
+        return context == "load" and start < self.known.left_chars and _violates_after(walker, ",")
 
     def _doomed(self, walker: Walker, name: str, begun: bool) -> bool:
         """Whether ``name``, being typed at a plain load position, can only end as a name
