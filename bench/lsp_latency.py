@@ -254,6 +254,7 @@ async def _initialize(client: LanguageClient, args: argparse.Namespace) -> None:
                 "maxTokens": args.max_tokens,
                 "deadlineMs": args.deadline_ms,
                 "threads": args.threads,
+                "projectContext": args.project_context,
             },
         )
     )
@@ -336,7 +337,7 @@ class ColdTally:
 
 
 _STATUS_KEYS = ("stopReason", "tokens", "quotientMs", "promptMs", "generateMs",
-                "promptTokens", "promptEvaluated")  # fmt: skip
+                "promptTokens", "promptEvaluated", "contextTokens")  # fmt: skip
 
 
 async def _cold_open(
@@ -467,6 +468,12 @@ def _cold_report(
     }
 
 
+def _median_of(statuses: Sequence[dict[str, Any]], key: str) -> float | None:
+    """The median of ``key`` over the statuses that carry it (None: none do)."""
+    values = [s[key] for s in statuses if s.get(key)]
+    return statistics.median(values) if values else None
+
+
 def _prompt_shares(statuses: Sequence[dict[str, Any]]) -> list[float]:
     """Per answered request that read a prompt: the share of its tokens it read itself."""
     return [
@@ -506,6 +513,9 @@ def _report(
         "prompt_share_evaluated": round(evaluated / tokens, 3) if tokens else None,
         "prompt_share_evaluated_p50": round(statistics.median(shares), 3) if shares else None,
         "prompt_share_evaluated_mean": round(statistics.mean(shares), 3) if shares else None,
+        "project_context": args.project_context,
+        "with_project_context": sum(1 for s in statuses if s.get("contextTokens")),
+        "context_tokens_p50": _median_of(statuses, "contextTokens"),
         "server_served": final.get("served"),
         "server_cancelled": final.get("cancelled"),
         "server_pending_after": final.get("pendingRequests"),
@@ -567,6 +577,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MS",
         help="time between opening a file and the request (default 2000)",
     )
+    p.add_argument("--no-project-context", dest="project_context", action="store_false",
+                   help="projectContext off (on by default; only models with a repository "
+                   "format use it)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-progress", dest="progress", action="store_false")
     return p
@@ -589,6 +602,8 @@ def summary(r: dict[str, Any]) -> str:
         f"read by the requests (per request: median {r['prompt_share_evaluated_p50']}); "
         f"read-ahead {r['read_ahead_cpu_ms']} ms CPU, {r['read_ahead_tokens']} tokens; "
         f"{r['prompt_tokens_per_s_measured']} prompt tokens/s",
+        f"  project    context {'on' if r['project_context'] else 'off'}: in "
+        f"{r['with_project_context']} prompts, median {r['context_tokens_p50']} tokens",
     ]
     cold = r.get("cold_open")
     if cold:

@@ -210,6 +210,7 @@ class Planner:
         }
         if choice.context is not None:
             figures["projectFiles"] = len(choice.context.files)
+            figures["contextTokens"] = choice.context_tokens
         with self._lock:
             self.prompt_tokens += len(choice.prompt)
             self.prompt_evaluated += choice.uncached

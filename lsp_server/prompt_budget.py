@@ -96,6 +96,8 @@ class PromptChoice:
     uncached: int
     owed: str
     context: RepoContext | None = None
+    #: Tokens of the prompt's head that are the project context.
+    context_tokens: int = 0
 
 
 class PromptBudget:
@@ -161,10 +163,10 @@ class PromptBudget:
             return self._choose(backend, left, right, plain_options, deadline_s, allowance, 0)
         rich = self._choose(backend, left, right, options, deadline_s, allowance, head)
         if rich.uncached <= allowance:
-            return dataclasses.replace(rich, context=context)
+            return dataclasses.replace(rich, context=context, context_tokens=head)
         plain = self._choose(backend, left, right, plain_options, deadline_s, allowance, 0)
         if rich.uncached <= plain.uncached:
-            return dataclasses.replace(rich, context=context)
+            return dataclasses.replace(rich, context=context, context_tokens=head)
         return plain
 
     def _choose(

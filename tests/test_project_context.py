@@ -412,6 +412,7 @@ async def test_the_server_reads_project_context_ahead(
         lambda s: s.get("uri") == uri and "stopReason" in s and statuses.items.index(s) >= seen
     )
     assert second["projectFiles"] >= 2  # shop/core.py and shop/util.py
+    assert 0 < second["contextTokens"] < second["promptTokens"]
     assert second["promptEvaluated"] < second["promptTokens"] // 4  # it was read ahead
 
 
