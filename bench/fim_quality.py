@@ -190,6 +190,8 @@ class Config:
     inside_compare: bool = False
     names_compare: bool = False
     budgets: tuple[int, ...] = ()
+    #: The modes each cut runs in (constrained always: the comparisons start from it).
+    modes: tuple[str, ...] = MODES
 
 
 class CaseRunner:
@@ -222,7 +224,7 @@ class CaseRunner:
         opts = self.cfg.options
         try:
             result.prompt_ms, result.prompt_tokens = self._prime(left, right, opts)
-            for mode in MODES:
+            for mode in self.cfg.modes:
                 result.runs[mode] = self._complete(left, right, replace(opts, mode=mode))
             if self.cfg.heal_compare and cut.kind == "boundary":
                 other = replace(opts, mode="constrained", token_healing=not opts.token_healing)
@@ -308,6 +310,7 @@ class Report:
     heal_compare: bool
     inside_compare: bool = False
     names_compare: bool = False
+    modes: tuple[str, ...] = MODES
     files_used: int = 0
     files_skipped: int = 0
     results: list[CaseResult] = field(default_factory=list)
@@ -341,8 +344,11 @@ class Report:
             **(_steering_figures(runs) if mode == "constrained" else {}),
         }
 
-    def table(self) -> dict[str, dict[str, int]]:
-        """Table I: rows by unconstrained (and checked) outcome, columns by constrained."""
+    def table(self) -> dict[str, dict[str, int]] | None:
+        """Table I: rows by unconstrained (and checked) outcome, columns by constrained
+        (None unless the three modes ran)."""
+        if not {"constrained", "unconstrained", "checked"} <= set(self.modes):
+            return None
         done = self.done
 
         def row(cases: list[CaseResult]) -> dict[str, int]:
@@ -443,7 +449,8 @@ class Report:
             **self._setup(),
             **self._cases(),
             "table": self.table(),
-            **{mode: self._mode(mode) for mode in MODES},
+            "modes": list(self.modes),
+            **{mode: self._mode(mode) for mode in self.modes},
             **self._timings(),
             "token_healing_compare": self.heal_stats(),
             "stay_inside_compare": self.inside_stats(),
@@ -501,7 +508,7 @@ class Report:
         """Parser time per token, quotient and prompt times, and the wall-time ratios."""
         done = self.done
         constrained = [r.runs["constrained"] for r in done]
-        unconstrained = [r.runs["unconstrained"] for r in done]
+        unconstrained = [r.runs["unconstrained"] for r in done if "unconstrained" in r.runs]
         parser = [us for run in constrained for us in run.parser_us]
         steer = [us for run in constrained for us in run.steer_us]
         both = [us + steer for run in constrained for us, steer in zip(run.parser_us, run.steer_us)]
@@ -572,6 +579,8 @@ class Report:
     def _summary_table(self) -> list[str]:
         """Table I of the paper."""
         t = self.table()
+        if t is None:
+            return [f"  (modes run: {', '.join(self.modes)}: no table)"]
         lines = [f"  {'':<34}{'Constrained ✓':>14}{'Constrained ✗':>15}{'Total':>8}"]
         for label, key in (
             ("Unconstrained ✓", "unconstrained_ok"),
@@ -590,6 +599,8 @@ class Report:
     def _summary_modes(d: dict[str, object]) -> list[str]:
         lines = []
         for mode in MODES:
+            if mode not in d:
+                continue
             m = d[mode]
             assert isinstance(m, dict)
             lines.append(
@@ -683,8 +694,7 @@ class Report:
         lines = [f"examples ({min(show, len(self.done))} of {len(self.done)}):"]
         for r in self.done[:show]:
             lines.append(f"  {r.cut.file}:{r.where} ({r.cut.kind})  true {r.cut.middle!r}")
-            for mode in MODES:
-                run = r.runs[mode]
+            for mode, run in r.runs.items():
                 mark = "✓" if run.success else "✗"
                 lines.append(f"      {mode:<14}{mark} {run.middle!r} ({run.stop_reason})")
         return lines
@@ -1006,6 +1016,13 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     """Where the model runs, and what is printed."""
     p.add_argument("--threads", type=int, default=1)
     p.add_argument(
+        "--modes",
+        nargs="+",
+        choices=MODES,
+        default=list(MODES),
+        help="the modes each cut runs in (constrained is always one of them)",
+    )
+    p.add_argument(
         "--jobs",
         type=int,
         default=1,
@@ -1092,6 +1109,12 @@ def decode_options(args: argparse.Namespace) -> DecodeOptions:
     )
 
 
+def _modes(args: argparse.Namespace) -> tuple[str, ...]:
+    """``--modes`` in the standard order, constrained among them."""
+    chosen = {"constrained", *getattr(args, "modes", MODES)}
+    return tuple(mode for mode in MODES if mode in chosen)
+
+
 def _run(
     args: argparse.Namespace, model: FimModel, oracle: Oracle, files: list[CorpusFile], name: str
 ) -> Report:
@@ -1103,7 +1126,7 @@ def _run(
     kinds = CUT_KINDS if args.cuts == "both" else (args.cuts,)
     cfg = Config(decode_options(args), target, heal_compare=args.heal_compare,
                  inside_compare=args.inside_compare, names_compare=args.names_compare,
-                 budgets=tuple(args.budgets))  # fmt: skip
+                 budgets=tuple(args.budgets), modes=_modes(args))  # fmt: skip
     corpus = Corpus(files, oracle)
     if args.failures_from:
         cuts = failed_cuts(args.failures_from)
@@ -1135,6 +1158,7 @@ def _run(
         heal_compare=args.heal_compare,
         inside_compare=args.inside_compare,
         names_compare=args.names_compare,
+        modes=cfg.modes,
         files_used=corpus.used,
         files_skipped=corpus.skipped,
         results=results,

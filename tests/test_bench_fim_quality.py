@@ -49,6 +49,17 @@ def test_one_process(tiny_model_path: Path) -> None:
     _check(_run(tiny_model_path))
 
 
+def test_modes_runs_only_the_modes_asked_for(tiny_model_path: Path) -> None:
+    full = _run(tiny_model_path)
+    only = _run(tiny_model_path, "--modes", "unconstrained")  # constrained is always run
+    assert only["modes"] == ["constrained", "unconstrained"]
+    assert "checked" not in only and "heuristic" not in only and only["table"] is None
+    details = only["details"]
+    assert isinstance(details, list) and all(set(d["runs"]) == set(only["modes"]) for d in details)
+    for figure in ("success", "exact_match", "claimed_success"):
+        assert only["constrained"][figure] == full["constrained"][figure]  # type: ignore[index]
+
+
 def test_worker_processes_take_the_same_cuts(tiny_model_path: Path) -> None:
     one, two = _run(tiny_model_path), _run(tiny_model_path, "--jobs", "2")
     _check(two)
