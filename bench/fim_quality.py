@@ -93,7 +93,7 @@ from lexer.version import TargetVersion
 from lsp_server.decoding import Completion, DecodeOptions, build_prompt, generate
 from lsp_server.decoding.edit_distance import edit_similarity
 from lsp_server.model import Backend, FimModel, ModelError, open_model
-from lsp_server.modes import MODES
+from lsp_server.modes import MODES, Mode
 from quotient_parser.quotient import Quotient, QuotientBuilder
 from quotient_parser.yields import yield_tables
 
@@ -191,7 +191,7 @@ class Config:
     names_compare: bool = False
     budgets: tuple[int, ...] = ()
     #: The modes each cut runs in (constrained always: the comparisons start from it).
-    modes: tuple[str, ...] = MODES
+    modes: tuple[Mode, ...] = MODES
 
 
 class CaseRunner:
@@ -310,7 +310,7 @@ class Report:
     heal_compare: bool
     inside_compare: bool = False
     names_compare: bool = False
-    modes: tuple[str, ...] = MODES
+    modes: tuple[Mode, ...] = MODES
     files_used: int = 0
     files_skipped: int = 0
     results: list[CaseResult] = field(default_factory=list)
@@ -1109,7 +1109,7 @@ def decode_options(args: argparse.Namespace) -> DecodeOptions:
     )
 
 
-def _modes(args: argparse.Namespace) -> tuple[str, ...]:
+def _modes(args: argparse.Namespace) -> tuple[Mode, ...]:
     """``--modes`` in the standard order, constrained among them."""
     chosen = {"constrained", *getattr(args, "modes", MODES)}
     return tuple(mode for mode in MODES if mode in chosen)
