@@ -4,12 +4,14 @@ Usage::
 
     python -m bench.cross_file [--model SPEC] [--n N] [--seed S] [--max-tokens N]
         [--threads N] [--packages NAME...] [--stdlib PATH] [--prompt-budget N]
-        [--context-tokens N] [--kinds KIND...] [--json]
+        [--context-tokens N] [--kinds KIND...] [--cross-only] [--json]
 
 The cuts are :mod:`bench.code_cuts`' (the rest of a line after a token, and a block's
 body) in the modules of multi-module packages of a standard library (``--stdlib``, by
 default the running interpreter's; the packages ``email``, ``json``, ``asyncio``,
-``importlib`` and ``concurrent``), drawn in turn from each package.  Each cut is completed
+``importlib`` and ``concurrent``), drawn in turn from each package; with ``--cross-only``
+only cuts whose true middle uses a name the file imports from its own package (the
+cuts where the other modules hold what the model needs to know).  Each cut is completed
 twice by what the language server runs (constrained decoding, ``lineMode`` ``auto``,
 greedy), from a prompt of ``--prompt-budget`` tokens of the file's own text:
 
@@ -32,9 +34,12 @@ from __future__ import annotations
 
 import argparse
 import ast
+import io
 import json
+import re
 import sys
 import time
+import tokenize
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -52,11 +57,14 @@ from lsp_server.decoding.line_mode import generate_in_line_mode
 from lsp_server.model import FimModel, open_model
 from lsp_server.model.prompt import RepoContext
 from lsp_server.project import ProjectContext, ProjectView
+from lsp_server.project.imports import find_imports
 from quotient_parser.quotient import Quotient
 
 __all__ = ["PACKAGES", "main"]
 
 PACKAGES = ("email", "json", "asyncio", "importlib", "concurrent")
+#: With ``--cross-only``, cuts drawn per cut kept.
+CROSS_DRAW = 30
 KINDS = ("after-token", "block")
 
 
@@ -86,18 +94,71 @@ class CaseResult:
 
 
 def package_cuts(
-    stdlib: Path, package: str, kind: str, n: int, seed: int, oracle: Oracle
+    stdlib: Path,
+    package: str,
+    kind: str,
+    n: int,
+    seed: int,
+    oracle: Oracle,
+    cross_only: bool = False,
 ) -> list[tuple[Cut, Path, str]]:
-    """``n`` cuts of ``kind`` in the package's modules: (cut, file, text)."""
+    """``n`` cuts of ``kind`` in the package's modules: (cut, file, text).  ``cross_only``:
+    only cuts whose true middle uses a name the file imports from its own package (drawn
+    from up to ``CROSS_DRAW`` times as many cuts)."""
     root = stdlib / package
     files = sorted(root.rglob("*.py"))
     corpus = Corpus([CorpusFile(p.relative_to(stdlib).as_posix(), p) for p in files], oracle)
     out = []
-    for cut in make_code_cuts(corpus, kind, n, seed):  # type: ignore[arg-type]
+    drawn = n * CROSS_DRAW if cross_only else n
+    for cut in make_code_cuts(corpus, kind, drawn, seed):  # type: ignore[arg-type]
         source = corpus.by_name(cut.file)
         assert source is not None
+        if cross_only and not uses_package_names(
+            cut.middle, source.text[: cut.left_end], source.text, package
+        ):
+            continue
         out.append((cut, stdlib / cut.file, source.text))
+        if len(out) == n:
+            break
     return out
+
+
+def package_names(text: str, package: str) -> set[str]:
+    """The names a module of ``package`` binds by importing from the package itself
+    (``from .x import a``, ``from package.x import a as b``, ``from . import x``,
+    ``import package.x as y``)."""
+    names: set[str] = set()
+    for statement in find_imports(text):
+        own = statement.level > 0 or statement.module.split(".")[0] == package
+        if not own:
+            continue
+        if statement.names:
+            names.update(alias or name for name, alias in statement.names if name != "*")
+        elif statement.alias:
+            names.add(statement.alias)
+    return names
+
+
+def uses_package_names(middle: str, left: str, text: str, package: str) -> bool:
+    """Whether ``middle`` uses a name its file imports from its own package, outside an
+    import statement (where the name is the import itself, not a use)."""
+    line = left[left.rfind("\n") + 1 :].lstrip()
+    if re.match(r"(import|from)\b", line) or re.search(r"\b(import|from) ", middle):
+        return False
+    return bool(package_names(text, package) & code_names(middle))
+
+
+def code_names(middle: str) -> set[str]:
+    """The identifiers of ``middle``'s code: not in its strings or comments (Python's
+    tokenizer, as far as the fragment goes)."""
+    names = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(middle).readline):
+            if token.type == tokenize.NAME:
+                names.add(token.string)
+    except (tokenize.TokenError, SyntaxError):
+        pass  # an open bracket or string at the fragment's end: the names before it count
+    return names
 
 
 def parses(source: str) -> bool:
@@ -214,6 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt-budget", type=int, default=768, help="tokens of the file's text")
     p.add_argument("--context-tokens", type=int, default=512, help="tokens of project context")
     p.add_argument("--context-size", type=int, default=4096)
+    p.add_argument("--cross-only", action="store_true",
+                   help="only cuts whose true middle uses a name the file imports from "
+                   "its own package")  # fmt: skip
     p.add_argument("--json", action="store_true", help="the whole report as JSON")
     return p
 
@@ -229,7 +293,9 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
             (package, kind, *cut)
             for (package, kind), n in zip(groups, per_group)
             if n
-            for cut in package_cuts(Path(args.stdlib), package, kind, n, args.seed, oracle)
+            for cut in package_cuts(
+                Path(args.stdlib), package, kind, n, args.seed, oracle, args.cross_only
+            )
         ]
     model = open_model(args.model, n_ctx=args.context_size, n_threads=args.threads)
     results = []
