@@ -32,10 +32,10 @@ same against llama.cpp in process or a server.  The pieces:
   prefix of an earlier generation);
 * :mod:`.steering`: spending the budget knowing the distance to a finish;
 * :mod:`.request`: one run of the loop from a request's prompt;
-* :mod:`.attempts`: ``generate``, and every run that decodes again, in the order it
-  applies (the inside fallback, past the echo, restart);
-* the mechanics the attempts use: :mod:`.line_mode` (single or multi-line, and the
-  fallback between them),
+* :mod:`.attempts`: every run that decodes again, in the order it applies (the
+  inside fallback, past the echo, restart, the line-mode fallback, alternatives):
+  ``generate`` for one middle, ``generate_middles`` for a request's;
+* the mechanics the attempts use: :mod:`.line_mode` (single or multi-line),
   :mod:`.restart` (where a middle that ran out of budget starts again),
   :mod:`.alternatives` (branching off a middle, ranking), :mod:`.checked` (checked
   mode's cut-back with ``ast.parse``);

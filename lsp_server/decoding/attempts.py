@@ -1,9 +1,11 @@
-"""Every run that decodes a middle again, in the order it applies.
+"""Every run that decodes a request's middle again, in the order it applies.
 
-A generation (:func:`generate`) goes through these, each only where the one before left
-no middle worth offering, and only while there is time:
+A generation (:func:`generate`) and a request's middles (:func:`generate_middles`, what
+the language server and the usefulness benchmarks ask for) go through these, each only
+where the one before left no middle worth offering, and only while there is time:
 
-1. **First run** (:func:`.request.decode`), from the prompt.
+1. **First run** (:func:`.request.decode`), from the prompt, in the line mode the
+   cursor asks for (:func:`.line_mode.single_line`).
 2. **Inside fallback**: a constrained middle did not complete and no middle can while
    staying inside the construct at the cursor (``Quotient.inside_empty``): run again
    from the quotient's unrestricted start (``Completion.inside_fallback``).
@@ -13,22 +15,33 @@ no middle worth offering, and only while there is time:
 4. **Restart**: a steered middle ran out of budget: decode again from a step where a
    finish was in reach (:mod:`.restart`, ``Completion.restarted``).
 5. **Checked or heuristic post-processing**: checked mode's cut-back with
-   ``ast.parse``, heuristic mode's tidying; it ends each generation.
+   ``ast.parse``, heuristic mode's tidying; it ends each generation, so the line mode
+   judges what it left.
+6. **Line-mode fallback** (``auto``): a single line that does not complete is
+   generated again over several lines.
+7. **Alternatives**, for an explicit constrained request: branches off the middle at
+   its least sure steps and, in ``auto``, the other line mode's middle, ranked
+   (:mod:`.alternatives`), so that the user has distinct complete middles to cycle.
+
+The caller's deadline and cancel reach the attempts after the first through an
+:class:`Allowance`; nothing here knows the language server's types.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from lexer.version import NEWEST, TargetLike
 from lsp_server.model.backend import Backend
+from lsp_server.modes import LineMode
 from quotient_parser.quotient import Quotient
 
-from .alternatives import branch_within
+from .alternatives import ALTERNATIVES, branch, branch_points, branch_within, ranked
 from .checked import checked_prefix
 from .heuristic import HeuristicFilter
-from .line_mode import own_line
+from .line_mode import own_line, single_line
 from .loop import build_prompt
 from .options import DecodeOptions
 from .request import decode
@@ -37,7 +50,7 @@ from .result import Completion, DecodeTimes
 from .stop_reason import StopReason
 from .stopping import StopCheck
 
-__all__ = ["generate"]
+__all__ = ["Allowance", "Middles", "generate", "generate_middles"]
 
 #: The two witness searches that decide whether no middle can stay inside
 #: (``Quotient.inside_empty``), made only after a middle failed: states expanded by
@@ -46,6 +59,38 @@ __all__ = ["generate"]
 #: few thousand), and a cap in seconds (also a quarter of the request's time left).
 INSIDE_NODES = 3000
 INSIDE_SECONDS = 2.0
+
+
+def _always() -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """What the caller knows of a request's time, for :func:`generate_middles`."""
+
+    #: A generation's options, single-line or not, with what is left of the deadline
+    #: when it is asked (each attempt's deadline counts from its own start).
+    options: Callable[[bool], DecodeOptions]
+    #: Whether another generation may still start (time left, not cancelled).
+    may_retry: Callable[[], bool] = field(default=_always)
+    #: Polled while a prompt is read and between tokens.
+    cancel: Callable[[], bool] | None = None
+
+
+@dataclass
+class Middles:
+    """What a request's attempts found."""
+
+    #: The line mode's middle (after its fallback): the one the status reports.
+    first: Completion
+    #: Whether ``first`` is single-line.
+    single: bool
+    #: The middles to offer, best first, each with whether it is single-line: none where
+    #: ``first`` is empty or incomplete or the request was cancelled.
+    offered: list[tuple[Completion, bool]]
+    #: Every whole generation made, in order (a branch is not one).
+    generations: list[Completion]
 
 
 def generate(
@@ -59,7 +104,7 @@ def generate(
     cancel: Callable[[], bool] | None = None,
     prompt: tuple[list[int], str] | None = None,
 ) -> Completion:
-    """Generate the middle between ``left`` and ``right``.
+    """Generate the middle between ``left`` and ``right``: attempts 1 to 5.
 
     ``quotient`` may be passed in to reuse one built earlier (the language
     server keeps a builder per document); it must be for (left, right).
@@ -148,3 +193,80 @@ def _ran_out(result: Completion, options: DecodeOptions, stop: StopCheck) -> boo
     stopped_short = result.stop_reason in (StopReason.MAX_TOKENS, StopReason.NO_VIABLE_TOKEN)
     wanted = options.steer and options.restart
     return wanted and result.complete is False and stopped_short and not stop()
+
+
+def generate_middles(
+    backend: Backend,
+    quotient: Quotient,
+    line_mode: LineMode,
+    allowance: Allowance,
+    *,
+    alternatives: bool = False,
+    prompt: tuple[list[int], str] | None = None,
+) -> Middles:
+    """The middles at ``quotient``'s cursor in ``line_mode``: the line mode's (multi-line
+    again in ``auto`` when a single line does not complete), and with ``alternatives``
+    (an explicit request) up to ``ALTERNATIVES`` to cycle through.  ``prompt``: as for
+    :func:`generate`, for every generation."""
+    generations: list[Completion] = []
+
+    def run(options: DecodeOptions) -> Completion:
+        completion = generate(
+            backend,
+            quotient.left,
+            quotient.right,
+            options,
+            quotient=quotient if options.constrained else None,
+            target=quotient.target,
+            cancel=allowance.cancel,
+            prompt=prompt,
+        )
+        generations.append(completion)
+        return completion
+
+    single = single_line(line_mode, quotient, backend.has_fim)
+    options = allowance.options(single)
+    first = run(options)
+    fell_back = False
+    if single and line_mode == "auto" and not first.complete and allowance.may_retry():
+        first, single, fell_back = run(allowance.options(False)), False, True
+    offered: list[tuple[Completion, bool]] = []
+    cancelled = allowance.cancel is not None and allowance.cancel()
+    if first.middle and first.complete is not False and not cancelled:  # None: unchecked
+        offered = [(first, single)]
+        if alternatives and options.constrained:
+            other_mode = line_mode == "auto" and not fell_back
+            offered = _alternatives(backend, quotient, first, single, other_mode, allowance, run)
+    return Middles(first, single, offered, generations)
+
+
+def _alternatives(
+    backend: Backend,
+    quotient: Quotient,
+    first: Completion,
+    single: bool,
+    other_mode: bool,
+    allowance: Allowance,
+    run: Callable[[DecodeOptions], Completion],
+) -> list[tuple[Completion, bool]]:
+    """Up to ``ALTERNATIVES`` distinct complete middles (with their line mode), best
+    first: branches off ``first`` at its least sure steps and, with ``other_mode``, the
+    other line mode's middle (``run``) as the second try (or once no branch point is
+    left), while ``allowance`` allows."""
+    found: list[tuple[Completion, bool]] = [(first, single)]
+    points = branch_points(first, 2 * ALTERNATIVES)
+    tried = 0
+    while (points or other_mode) and allowance.may_retry():
+        if len(ranked([c for c, _ in found])) >= ALTERNATIVES:
+            break
+        if other_mode and (tried == 1 or not points):
+            other_mode = False
+            found.append((run(allowance.options(not single)), not single))
+        else:
+            options = allowance.options(single)
+            at = points.pop(0)
+            found.append((branch(backend, quotient, options, first, at,
+                                 cancel=allowance.cancel), single))  # fmt: skip
+        tried += 1
+    lines = {id(completion): mode for completion, mode in found}
+    return [(c, lines[id(c)]) for c in ranked([c for c, _ in found])]
