@@ -1,8 +1,8 @@
 """Every run that decodes a request's middle again, in the order it applies.
 
 A generation (:func:`generate`) and a request's middles (:func:`generate_middles`, what
-the language server and the usefulness benchmarks ask for) go through these, each only
-where the one before left no middle worth offering, and only while there is time:
+the language server and the usefulness benchmarks ask for) go through these, each where
+the runs before it left a reason to look again, and only while there is time:
 
 1. **First run** (:func:`.request.decode`), from the prompt, in the line mode the
    cursor asks for (:func:`.line_mode.single_line`).
