@@ -51,9 +51,9 @@ from bench.corpus import CorpusFile, stdlib_root
 from bench.grammar_coverage import Oracle
 from bench.quotient_check import Corpus, Cut
 from lexer.version import TargetVersion
-from lsp_server.decoding import DecodeOptions, build_prompt, generate
+from lsp_server.decoding import DecodeOptions, build_prompt
+from lsp_server.decoding.attempts import Allowance, generate_middles
 from lsp_server.decoding.edit_distance import edit_similarity
-from lsp_server.decoding.line_mode import generate_in_line_mode
 from lsp_server.model import FimModel, open_model
 from lsp_server.model.prompt import RepoContext
 from lsp_server.project import ProjectContext, ProjectView
@@ -200,17 +200,8 @@ class Runner:
         prompt_ms = (time.perf_counter() - started) * 1e3
         quotient = Quotient(left, right, self.target, stay_inside=True)
 
-        def attempt(single: bool) -> Any:
-            return generate(
-                self.model,
-                left,
-                right,
-                replace(options, single_line=single),
-                quotient=quotient,
-                target=self.target,
-            )
-
-        completion, _, _ = generate_in_line_mode(quotient, "auto", attempt, fim=self.model.has_fim)
+        allowance = Allowance(lambda single: replace(options, single_line=single))
+        completion = generate_middles(self.model, quotient, "auto", allowance).first
         middle = completion.middle
         head = len(self.model.prompts.context_tokens(context))
         return Run(

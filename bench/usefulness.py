@@ -16,7 +16,7 @@ Every task is completed in each mode, greedy, from the same prompt (read once in
 model's cache before the modes run):
 
 ``constrained``    what the language server answers: the syntax-checked loop in the
-                   ``auto`` line mode, with its fallback (``decoding/line_mode.py``);
+                   ``auto`` line mode, with its fallback (``decoding/attempts.py``);
 ``unconstrained``  the model's own tokens, to its end token or the budget;
 ``checked``        the unconstrained output cut back until ``ast.parse`` accepts the file;
 ``heuristic``      the free generation trimmed by the string rules shipping tools use
@@ -54,9 +54,9 @@ from bench.humaneval import InfillTask, infill_tasks, run_tests
 from bench.undefined_names import undefined_in_middle
 from lexer.version import TargetVersion
 from lsp_server.decoding import Completion, DecodeOptions, build_prompt, generate
+from lsp_server.decoding.attempts import Allowance, generate_middles
 from lsp_server.decoding.checked import checked_prefix
 from lsp_server.decoding.edit_distance import edit_similarity
-from lsp_server.decoding.line_mode import generate_in_line_mode
 from lsp_server.model import Backend, ModelError, open_model
 from lsp_server.modes import MODES, LineMode, Mode
 from quotient_parser.quotient import Quotient
@@ -267,24 +267,9 @@ class Runner:
         quotient (the tokens of both attempts counted)."""
         options = replace(self.options, mode="constrained", known_names=known_names)
         quotient = Quotient(task.left, task.right, self.target, stay_inside=options.stay_inside)
-        spent: list[int] = []
-
-        def attempt(single: bool) -> Completion:
-            completion = generate(
-                self.model,
-                task.left,
-                task.right,
-                replace(options, single_line=single),
-                quotient=quotient,
-                target=self.target,
-            )
-            spent.append(completion.tokens)
-            return completion
-
-        completion, single, _ = generate_in_line_mode(
-            quotient, self.line_mode, attempt, fim=self.model.has_fim
-        )
-        return completion, single, sum(spent)
+        allowance = Allowance(lambda single: replace(options, single_line=single))
+        middles = generate_middles(self.model, quotient, self.line_mode, allowance)
+        return middles.first, middles.single, sum(c.tokens for c in middles.generations)
 
     def _checked(self, task: Task, free: Completion, unconstrained: ModeRun) -> ModeRun:
         """Checked mode from the unconstrained run's output (the same generation)."""

@@ -4,11 +4,11 @@
   document is too large, or no middle can make the file valid (the quotient is empty);
 * the rest of the completion just shown, when the user has typed along it (no model
   call);
-* otherwise a generation: single-line or multi-line as the line mode says, multi-line
-  again within the deadline when one line cannot connect (``auto``), and for an
-  explicit request up to three distinct complete middles to cycle through: branches
-  off the first (``decoding/alternatives.py``) and the other line mode's middle,
-  ranked by length-normalised log-probability.
+* otherwise the middles of :func:`~lsp_server.decoding.attempts.generate_middles`:
+  single-line or multi-line as the line mode says, and for an explicit request up to
+  three distinct complete middles to cycle through; every second attempt (the line
+  mode's fallback, alternatives) is decided there, within what the planner allows of
+  the deadline (:class:`~lsp_server.decoding.attempts.Allowance`).
 
 Every answer carries its ``fimlsp/status`` figures, computed once from the request's
 moments (:meth:`lsp_server.status.RequestTimes.figures`).  The planner keeps, per
@@ -42,9 +42,8 @@ from lexer.version import TargetVersion
 from quotient_parser.newer_syntax import NewerSyntax, find_newer_syntax
 from quotient_parser.quotient import BuildInterrupted, Quotient, QuotientBuilder
 
-from .decoding import Completion, DecodeOptions, generate
-from .decoding.alternatives import ALTERNATIVES, branch, branch_points, ranked
-from .decoding.line_mode import generate_in_line_mode
+from .decoding import Completion, DecodeOptions
+from .decoding.attempts import Allowance, generate_middles
 from .decoding.stopping import StopCheck
 from .lines import document_line_ends
 from .model import Backend, Interrupted
@@ -344,26 +343,32 @@ class Planner:
         choice: PromptChoice,
         figures: dict[str, Any],
     ) -> Answer:
-        """Generate in the line mode the settings ask for (falling back to multi-line in
-        ``auto``), and offer the other line mode's middle when the user asked."""
+        """The request's middles (:func:`generate_middles`), within what is left of its
+        deadline, from the prompt the budget chose (and read)."""
         settings = request.settings
-        result, single, fell_back = generate_in_line_mode(
+        allowance = Allowance(
+            lambda single: _options(request, single, choice.budget),
+            lambda: not request.cancelled and not _late(request),
+            request.cancel.is_set,
+        )
+        middles = generate_middles(
+            model,
             quotient,
             settings.line_mode,
-            lambda single: _generate(request, model, quotient, single, choice),
-            lambda: not request.cancelled and not _late(request),
-            fim=model.has_fim,
+            allowance,
+            alternatives=request.alternatives,
+            prompt=(choice.prompt, choice.owed),
         )
+        for run in middles.generations:
+            times = run.times
+            request.times.generation(times.started, times.prompt_read, times.first_token)
+        result, single = middles.first, middles.single
         suggestions: list[Suggestion] = []
-        usable = result.complete is not False  # None: a mode that does not check
-        if result.middle and usable and not request.cancelled:
-            offered = [(result, single)]
-            if request.alternatives and settings.mode == "constrained":
-                offered = _alternatives(request, model, quotient, result, single, fell_back, choice)
-            for completion, lines in offered:
-                middle = document_line_ends(completion.middle, quotient, request.text)
-                stop = completion.stop_reason
-                suggestions.append(Suggestion(middle, lines, completion.complete, stop))
+        for completion, lines in middles.offered:
+            middle = document_line_ends(completion.middle, quotient, request.text)
+            stop = completion.stop_reason
+            suggestions.append(Suggestion(middle, lines, completion.complete, stop))
+        if suggestions:
             with self._lock:
                 first = suggestions[0]
                 self._shown[request.uri] = _Shown(
@@ -378,27 +383,6 @@ def _file_name(uri: str) -> str:
     """The document's file name, for families whose prompts name the file (Mellum's
     ``<filename>``); the server knows no project root to make a relative path from."""
     return PurePosixPath(unquote(urlsplit(uri).path)).name
-
-
-def _generate(
-    request: Request, model: Backend, quotient: Quotient, single: bool, choice: PromptChoice
-) -> Completion:
-    """One generation within what is left of the request's deadline, from the prompt
-    the budget chose (and read)."""
-    settings = request.settings
-    result = generate(
-        model,
-        quotient.left,
-        quotient.right,
-        _options(request, single, choice.budget),
-        quotient=quotient if settings.mode == "constrained" else None,
-        prompt=(choice.prompt, choice.owed),
-        target=quotient.target,
-        cancel=request.cancel.is_set,
-    )
-    times = result.times
-    request.times.generation(times.started, times.prompt_read, times.first_token)
-    return result
 
 
 def settings_options(
@@ -429,38 +413,6 @@ def _options(request: Request, single: bool, budget: int) -> DecodeOptions:
         deadline_s=deadline_s,
         prompt_budget=budget,
     )
-
-
-def _alternatives(
-    request: Request,
-    model: Backend,
-    quotient: Quotient,
-    first: Completion,
-    single: bool,
-    fell_back: bool,
-    choice: PromptChoice,
-) -> list[tuple[Completion, bool]]:
-    """Up to ``ALTERNATIVES`` distinct complete middles (with their line mode) for an
-    explicit request, best first: branches off ``first`` at its least sure steps and,
-    in ``auto``, the other line mode's middle, while the deadline allows."""
-    found: list[tuple[Completion, bool]] = [(first, single)]
-    points = branch_points(first, 2 * ALTERNATIVES)
-    other_mode = request.settings.line_mode == "auto" and not fell_back
-    attempt = 0
-    while (points or other_mode) and not request.cancelled and not _late(request):
-        if len(ranked([c for c, _ in found])) >= ALTERNATIVES:
-            break
-        if other_mode and (attempt == 1 or not points):
-            other_mode = False
-            found.append((_generate(request, model, quotient, not single, choice), not single))
-        else:
-            options = _options(request, single, choice.budget)
-            at = points.pop(0)
-            found.append((branch(model, quotient, options, first, at,
-                                 cancel=request.cancel.is_set), single))  # fmt: skip
-        attempt += 1
-    lines = {id(completion): mode for completion, mode in found}
-    return [(c, lines[id(c)]) for c in ranked([c for c, _ in found])]
 
 
 def _came_out_empty(building: Future[Quotient]) -> bool:

@@ -27,16 +27,18 @@ same against llama.cpp in process or a server.  The pieces:
 * :mod:`.text`: token bytes to middle text (whole characters, token healing);
 * :mod:`.ranking`: the order candidates are tried in (greedy or sampled);
 * :mod:`.stopping`: when to stop, the best stopping point, the echo of R;
-* :mod:`.line_mode`: single or multi-line, and the fallback between them;
 * :mod:`.heuristic`: heuristic mode's rules; :mod:`.edit_distance`: Levenshtein;
 * :mod:`.loop`: the loop itself, ``build_prompt`` and ``resume`` (decode on after a
   prefix of an earlier generation);
 * :mod:`.steering`: spending the budget knowing the distance to a finish;
-* :mod:`.restart`: a middle that ran out of budget, again from where a finish was in
-  reach;
-* :mod:`.alternatives`: distinct middles branching off the first one;
-* :mod:`.request`: one request, ``generate``: the prompt, the loop, the second runs;
-* :mod:`.checked`: checked mode's cut-back with ``ast.parse``;
+* :mod:`.request`: one run of the loop from a request's prompt;
+* :mod:`.attempts`: every run that decodes again, in the order it applies (the
+  inside fallback, past the echo, restart, the line-mode fallback, alternatives):
+  ``generate`` for one middle, ``generate_middles`` for a request's;
+* the mechanics the attempts use: :mod:`.line_mode` (single or multi-line),
+  :mod:`.restart` (where a middle that ran out of budget starts again),
+  :mod:`.alternatives` (branching off a middle, ranking), :mod:`.checked` (checked
+  mode's cut-back with ``ast.parse``);
 * :mod:`.result`: the ``Completion`` and its timings; :mod:`.stop_reason`: why it ended.
 """
 
@@ -46,9 +48,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .attempts import generate
     from .loop import build_prompt
     from .options import DecodeOptions
-    from .request import generate
     from .result import Completion, DecodeTimes, Timings
 
 #: Each name's module, imported on first use: the LSP front imports
@@ -60,7 +62,7 @@ _HOMES = {
     "DecodeTimes": ".result",
     "Timings": ".result",
     "build_prompt": ".loop",
-    "generate": ".request",
+    "generate": ".attempts",
 }
 
 

@@ -1,29 +1,23 @@
-"""Single-line or multi-line: which the cursor asks for, and the fallback between them.
+"""Single-line or multi-line: which the cursor asks for.
 
 In ``auto`` line mode the middle is a single line unless the grammar says the cursor
 opens a block (:func:`opens_block`), or, for a model that sees the code after the
 cursor (FIM), the cursor is inside a line of code (:func:`inside_line`: what the model
 writes may run over lines, and ends where it writes the rest of that line again,
-``stopping.RightEcho.tail``); a single line that cannot connect is generated again
-over several lines (:func:`generate_in_line_mode`).  What a single line is
-depends on where the cursor is: after code on its line, the rest of that line (the
-model's line break ends it); at the start of a line that has code after the cursor, a
-line of its own inserted there, which ends with its line break (the decoder's
-``own_line``).  The language server and the usefulness benchmarks both go through
-here, so that what is measured is what is served.
+``stopping.RightEcho.tail``).  What a single line is depends on where the cursor is:
+after code on its line, the rest of that line (the model's line break ends it); at the
+start of a line that has code after the cursor, a line of its own inserted there, which
+ends with its line break (:func:`own_line`).  A single line that cannot connect is
+generated again over several lines: that fallback is one of :mod:`.attempts`.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from lexer.text import first_line, indentation, last_line
 from lsp_server.modes import LineMode
 from quotient_parser.quotient import Quotient
 
-from .result import Completion
-
-__all__ = ["generate_in_line_mode", "inside_line", "opens_block", "own_line", "single_line"]
+__all__ = ["inside_line", "opens_block", "own_line", "single_line"]
 
 
 def own_line(quotient: Quotient) -> bool:
@@ -63,22 +57,3 @@ def single_line(line_mode: LineMode, quotient: Quotient, fim: bool = False) -> b
     if line_mode != "auto":
         return line_mode == "single"
     return not opens_block(quotient) and not (fim and inside_line(quotient))
-
-
-def generate_in_line_mode(
-    quotient: Quotient,
-    line_mode: LineMode,
-    attempt: Callable[[bool], Completion],
-    may_retry: Callable[[], bool] = lambda: True,
-    *,
-    fim: bool = False,
-) -> tuple[Completion, bool, bool]:
-    """A middle in ``line_mode``: (the completion, whether it is single-line, whether it
-    fell back to several lines).  ``attempt(single)`` generates one (the language
-    server's carries what is left of the deadline); ``may_retry`` says whether there is
-    still time for the fallback; ``fim``: the model sees the code after the cursor."""
-    single = single_line(line_mode, quotient, fim)
-    result = attempt(single)
-    if single and line_mode == "auto" and not result.complete and may_retry():
-        return attempt(False), False, True
-    return result, single, False

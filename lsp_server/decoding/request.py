@@ -1,104 +1,25 @@
-"""One request: the prompt, a run of the loop, and the second runs when the first fails.
-
-A constrained middle that did not complete is looked at again: when no
-middle can stay inside the construct at the cursor (``Quotient.inside_empty``), it is
-generated again without that restriction (``Completion.inside_fallback``); when the
-model wrote R's next line again with nothing complete before it, it is decoded again
-from that step with another token there (``Completion.echo_step``); when the budget
-ran out, it is decoded again from a step where a finish was in reach
-(:mod:`.restart`, ``Completion.restarted``).  Checked mode's cut-back comes last.
-"""
+"""One run of the loop from a request's prompt: what every attempt of :mod:`.attempts`
+that does not follow an earlier run (:func:`.loop.resume`) starts with."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
-from lexer.version import NEWEST, TargetLike
 from lsp_server.model.backend import Backend
 from lsp_server.model.errors import Interrupted
 from quotient_parser.quotient import Quotient
 
-from .alternatives import branch_within
-from .checked import checked_prefix
 from .heuristic import HeuristicFilter
-from .line_mode import own_line
-from .loop import Decoder, build_prompt
+from .loop import Decoder
 from .options import DecodeOptions
-from .restart import restart
 from .result import Completion, DecodeTimes
 from .stop_reason import StopReason
 from .stopping import StopCheck
 
-__all__ = ["generate"]
-
-#: The two witness searches that decide whether no middle can stay inside
-#: (``Quotient.inside_empty``), made only after a middle failed: states expanded by
-#: each (the bound that makes the answer the same on any machine; finishes that must
-#: leave a string and begin a block, as ``')\n    if `` before R's ``LIN:``, take a
-#: few thousand), and a cap in seconds (also a quarter of the request's time left).
-INSIDE_NODES = 3000
-INSIDE_SECONDS = 2.0
+__all__ = ["decode"]
 
 
-def generate(
-    backend: Backend,
-    left: str,
-    right: str,
-    options: DecodeOptions | None = None,
-    *,
-    quotient: Quotient | None = None,
-    target: TargetLike = NEWEST,
-    cancel: Callable[[], bool] | None = None,
-    prompt: tuple[list[int], str] | None = None,
-) -> Completion:
-    """Generate the middle between ``left`` and ``right``.
-
-    ``quotient`` may be passed in to reuse one built earlier (the language
-    server keeps a builder per document); it must be for (left, right).
-    ``cancel`` is polled while the prompt is read and between tokens.  ``prompt``: the
-    prompt's tokens and the text token healing took out of it, when the caller built
-    them already (the planner's budget chose and read them): what ``build_prompt``
-    makes for ``options``.
-
-    Under ``stay_inside`` (the quotient's, or the options' for a quotient built here),
-    a middle that cannot complete is looked at again: when no middle can stay inside
-    the construct at the cursor (``Quotient.inside_empty``), it is generated again
-    without the restriction, and the completion says so (``inside_fallback``); one
-    that ran out of budget is restarted from where a finish was in reach (``restarted``).
-    """
-    opts = options or DecodeOptions()
-    times = DecodeTimes()
-    stop = StopCheck(cancel, None if opts.deadline_s is None else times.started + opts.deadline_s)
-    if opts.constrained and quotient is None:
-        quotient = Quotient(left, right, target, stay_inside=opts.stay_inside)
-        times.quotient_built = time.perf_counter()
-    prompt_ids, owed = build_prompt(backend, left, right, opts) if prompt is None else prompt
-    rules = HeuristicFilter(left, right) if opts.mode == "heuristic" else None
-    result = _decode(backend, prompt_ids, owed, opts, quotient, stop, times, rules=rules)
-    if quotient is not None and _inside_is_why(result, quotient, stop):
-        result = _decode(backend, prompt_ids, owed, opts, quotient, stop, times, free=True)
-        result.inside_fallback = True
-    result.healed, result.prompt = owed, prompt_ids  # before a restart, which starts from them
-    if quotient is not None and _echo_only(result, stop):
-        result = _past_the_echo(backend, quotient, opts, result, stop)
-    if quotient is not None and _ran_out(result, opts, stop) and not _own_single(opts, quotient):
-        again = restart(backend, quotient, opts, result, stop)
-        if again is not None:  # the time and the parser's work of both runs count
-            again.parser_us = result.parser_us + again.parser_us
-            again.steer_us = result.steer_us + again.steer_us
-            times.stopped = again.times.stopped
-            result = again
-    if opts.mode == "checked":
-        result = checked_prefix(result, left, right)
-    elif rules is not None:
-        result.middle = rules.tidy(result.middle)
-    times.finished = time.perf_counter()
-    result.timings = times.timings(len(prompt_ids), result.tokens, result.parser_us)
-    return result
-
-
-def _decode(
+def decode(
     backend: Backend,
     prompt: list[int],
     owed: str,
@@ -126,52 +47,3 @@ def _decode(
     with generation:
         decoder = Decoder(backend, opts, quotient, owed, stop, times, start=start, rules=rules)
         return decoder.run(generation)
-
-
-def _inside_is_why(result: Completion, quotient: Quotient, stop: StopCheck) -> bool:
-    """The middle did not complete, and no middle can while staying inside: worth a
-    second run without the restriction (only when there is time for it)."""
-    if result.complete is not False or not quotient.stay_inside or stop():
-        return False
-    seconds = INSIDE_SECONDS
-    if stop.deadline is not None:
-        seconds = min(seconds, (stop.deadline - time.perf_counter()) / 4)
-    return seconds > 0.01 and quotient.inside_empty(max_nodes=INSIDE_NODES, max_seconds=seconds)
-
-
-def _echo_only(result: Completion, stop: StopCheck) -> bool:
-    """The model's middle was R's next line of code again, with nothing complete before
-    it (so nothing to offer): worth a second run that takes another token there."""
-    step = result.echo_step
-    return (
-        result.stop_reason == StopReason.REPEATS_RIGHT
-        and not result.middle.strip()
-        and step is not None
-        and step < len(result.token_ids)
-        and not stop()
-    )
-
-
-def _past_the_echo(
-    backend: Backend, quotient: Quotient, opts: DecodeOptions, first: Completion, stop: StopCheck
-) -> Completion:
-    """``first`` again up to the step where its echo of R began, then the model's next
-    choice there (once: a second echo is answered as the first was)."""
-    assert first.echo_step is not None
-    again = branch_within(backend, quotient, opts, first, first.echo_step, stop)
-    again.parser_us = first.parser_us + again.parser_us
-    return again if again.middle.strip() else first
-
-
-def _own_single(options: DecodeOptions, quotient: Quotient) -> bool:
-    """A single line of its own: generated without steering, so nothing to restart (it
-    falls back to several lines instead)."""
-    return options.single_line and own_line(quotient)
-
-
-def _ran_out(result: Completion, options: DecodeOptions, stop: StopCheck) -> bool:
-    """A steered middle that did not complete, for want of tokens or of a candidate that
-    fits, with time left: worth a restart."""
-    stopped_short = result.stop_reason in (StopReason.MAX_TOKENS, StopReason.NO_VIABLE_TOKEN)
-    wanted = options.steer and options.restart
-    return wanted and result.complete is False and stopped_short and not stop()
