@@ -287,3 +287,50 @@ def test_a_middle_that_leaves_a_method_for_its_class_body_sees_the_class_names()
     # a blank line right after a method's header: the body's first line is no class body
     header = "class C:\n    k = 1\n    def m(self):\n        "
     assert first_refusal(header, "return k") == "return k"  # no known name begins with k
+
+
+# -- pyflakes as the reference: the guard refuses where F821 points into the middle ----
+
+
+def agrees_with_pyflakes(left: str, middle: str, right: str) -> tuple[bool, bool]:
+    """(the guard refuses ``middle``, pyflakes finds an undefined name in it)."""
+    undefined = undefined_in_middle(left, middle, right)
+    assert undefined is not None, "the completed file must parse"
+    return first_refusal(left, middle, right) is not None, bool(undefined)
+
+
+#: HumanEval/11's single-line task (``bench.usefulness``): a middle of indentation
+#: ending in ``_``, which only the interactive interpreter binds.
+XOR_LEFT = (
+    "def string_xor(a: str, b: str) -> str:\n    def xor(i, j):\n        if i == j:\n"
+    "            return '0'\n        else:\n"
+)
+XOR_RIGHT = "\n    return ''.join(xor(x, y) for x, y in zip(a, b))\n"
+
+
+@pytest.mark.parametrize(
+    ("left", "middle", "right"),
+    [
+        (XOR_LEFT, "    " + "\t" * 31 + "_", XOR_RIGHT),
+        ("def f(a):\n    ", "return _", "\n"),
+        ("x = ", "_", "\n"),
+    ],
+)
+def test_underscore_is_bound_only_where_the_file_binds_it(
+    left: str, middle: str, right: str
+) -> None:
+    assert agrees_with_pyflakes(left, middle, right) == (True, True)
+
+
+@pytest.mark.parametrize(
+    ("left", "middle"),
+    [
+        ("for _ in range(3):\n    pass\nx = ", "_"),
+        ("_ = str\nmsg = ", "_('hi')"),
+        ("import gettext\n_ = gettext.gettext\nmsg = ", "_('hi')"),
+        ("from gettext import gettext as _\nmsg = ", "_('hi')"),
+        ("def f(xs):\n    ", "return [0 for _ in xs]"),
+    ],
+)
+def test_underscore_bound_by_the_file_is_allowed(left: str, middle: str) -> None:
+    assert agrees_with_pyflakes(left, middle, "\n") == (False, False)
