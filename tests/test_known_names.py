@@ -62,6 +62,7 @@ def test_builtins_follow_the_target() -> None:
         ("total: int = 0\n", "total"),
         ("count = 0\ncount += 1\n", "count"),
         ("for i, item in enumerate(x):\n    pass\n", "item"),
+        ("for i, (key, value) in x:\n    pass\n", "value"),
         ("with open(p) as fh, open(q) as (gh):\n    pass\n", "gh"),
         ("try:\n    pass\nexcept OSError as err:\n    pass\n", "err"),
         ("def helper(a, b=1, *args, c, **kw):\n    pass\n", "helper"),
@@ -153,6 +154,7 @@ def test_project_text_adds_its_module_level_names() -> None:
         ("def f(p):\n    ", "with open(p) as fh:\n        return fh.read()"),
         ("def f():\n    try:\n        pass\n    ", "except ValueError as e:\n        raise e"),
         ("def f():\n    ", "import json\n    return json.dumps(1)"),
+        ("def f(p):\n    ", "with open(p) as fh, open(fh.name) as gh:\n        return gh"),
         (
             "def f():\n    ",
             "def inner(a):\n        return a + later()\n    def later():\n        return 1",

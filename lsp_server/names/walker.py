@@ -219,12 +219,14 @@ class Walker:
         if context == "skip":
             return
         if context == "bind":
+            # ``with a() as x, b(x):`` enters its items in turn: ``as`` binds at once
+            now = self.as_next or self.as_bracket >= 0
             self.as_next = False
             if self.header == "def_name" or self.header == "class_name":
                 if self.sink is not None:
                     self.sink.header(self.header[:-5], text)
                 self.header = self.header[:-5] + "_after"
-            self._bind(text)
+            self._bind(text, now=now)
             if self.statement == "global" and self.sink is not None:
                 self.sink.bind_global(text)
             return
@@ -267,10 +269,10 @@ class Walker:
         elif context == "for":
             if after in (".", "[", "("):
                 self._load(text, start, end)
-            elif self.frames:
+            elif self.for_depths and self.for_depths[-1]:
                 self.local = self.local | {text}  # a comprehension's target
             else:
-                self._bind(text)
+                self._bind(text)  # a ``for`` statement's, parenthesized too: ``for (a, b) in``
         elif context == "del":
             if after in (",", "NEWLINE", ";", ")", "]", "ENDMARKER") and self.sink is not None:
                 self.sink.dynamic("del", text)
