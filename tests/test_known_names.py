@@ -62,6 +62,7 @@ def test_builtins_follow_the_target() -> None:
         ("total: int = 0\n", "total"),
         ("count = 0\ncount += 1\n", "count"),
         ("for i, item in enumerate(x):\n    pass\n", "item"),
+        ("for i, (key, value) in x:\n    pass\n", "value"),
         ("with open(p) as fh, open(q) as (gh):\n    pass\n", "gh"),
         ("try:\n    pass\nexcept OSError as err:\n    pass\n", "err"),
         ("def helper(a, b=1, *args, c, **kw):\n    pass\n", "helper"),
@@ -153,6 +154,7 @@ def test_project_text_adds_its_module_level_names() -> None:
         ("def f(p):\n    ", "with open(p) as fh:\n        return fh.read()"),
         ("def f():\n    try:\n        pass\n    ", "except ValueError as e:\n        raise e"),
         ("def f():\n    ", "import json\n    return json.dumps(1)"),
+        ("def f(p):\n    ", "with open(p) as fh, open(fh.name) as gh:\n        return gh"),
         (
             "def f():\n    ",
             "def inner(a):\n        return a + later()\n    def later():\n        return 1",
@@ -304,3 +306,158 @@ def test_a_middle_that_leaves_a_method_for_its_class_body_sees_the_class_names()
     # a blank line right after a method's header: the body's first line is no class body
     header = "class C:\n    k = 1\n    def m(self):\n        "
     assert first_refusal(header, "return k") == "return k"  # no known name begins with k
+
+
+# -- pyflakes as the reference: the guard refuses where F821 points into the middle ----
+
+
+def agrees_with_pyflakes(left: str, middle: str, right: str) -> tuple[bool, bool]:
+    """(the guard refuses ``middle``, pyflakes finds an undefined name in it)."""
+    undefined = undefined_in_middle(left, middle, right)
+    assert undefined is not None, "the completed file must parse"
+    return first_refusal(left, middle, right) is not None, bool(undefined)
+
+
+#: HumanEval/11's single-line task (``bench.usefulness``): a middle of indentation
+#: ending in ``_``, which only the interactive interpreter binds.
+XOR_LEFT = (
+    "def string_xor(a: str, b: str) -> str:\n    def xor(i, j):\n        if i == j:\n"
+    "            return '0'\n        else:\n"
+)
+XOR_RIGHT = "\n    return ''.join(xor(x, y) for x, y in zip(a, b))\n"
+
+
+@pytest.mark.parametrize(
+    ("left", "middle", "right"),
+    [
+        (XOR_LEFT, "    " + "\t" * 31 + "_", XOR_RIGHT),
+        ("def f(a):\n    ", "return _", "\n"),
+        ("x = ", "_", "\n"),
+    ],
+)
+def test_underscore_is_bound_only_where_the_file_binds_it(
+    left: str, middle: str, right: str
+) -> None:
+    assert agrees_with_pyflakes(left, middle, right) == (True, True)
+
+
+@pytest.mark.parametrize(
+    ("left", "middle"),
+    [
+        ("for _ in range(3):\n    pass\nx = ", "_"),
+        ("_ = str\nmsg = ", "_('hi')"),
+        ("import gettext\n_ = gettext.gettext\nmsg = ", "_('hi')"),
+        ("from gettext import gettext as _\nmsg = ", "_('hi')"),
+        ("def f(xs):\n    ", "return [0 for _ in xs]"),
+    ],
+)
+def test_underscore_bound_by_the_file_is_allowed(left: str, middle: str) -> None:
+    assert agrees_with_pyflakes(left, middle, "\n") == (False, False)
+
+
+#: HumanEval/51's random-span task: the cursor on a line of indentation after the
+#: function's docstring; the middle dedents to module level and loads ``text`` there.
+VOWELS_LEFT = 'def remove_vowels(text):\n    """Drop the vowels."""\n   '
+VOWELS_RIGHT = ', "o", "u"]])\n'
+
+#: HumanEval/127's multi-line task: the middle leaves the nested ``is_prime`` for the
+#: outer function and tests ``l > r`` before R assigns them.
+PRIME_LEFT = (
+    "def intersection(interval1, interval2):\n    def is_prime(num):\n"
+    "        if num == 1 or num == 0:\n            return False\n"
+)
+PRIME_RIGHT = (
+    "        for i in range(2, num):\n            if num%i == 0:\n                return False\n"
+    "        return True\n\n    l = max(interval1[0], interval2[0])\n"
+    "    r = min(interval1[1], interval2[1])\n    length = r - l\n"
+    '    if length > 0 and is_prime(length):\n        return "YES"\n    return "NO"\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("left", "middle", "right"),
+    [
+        (VOWELS_LEFT, "    # a comment\n([text[:", VOWELS_RIGHT),
+        (PRIME_LEFT, '    if l > r:\n        return "NO"\n    if l == r:\n', PRIME_RIGHT),
+        # out of a method, out of its class, to module level
+        ("class C:\n    def m(self, size):\n        ", "pass\nprint(size)", "\n"),
+        ("def f(a):\n    b = a\n", "print(b)", "\n"),
+        ("def f(a):\n    if a:\n        return a\n    ", "return 2\nx = a", "\n"),
+    ],
+)
+def test_a_middle_that_dedents_is_judged_in_the_scope_it_moved_to(
+    left: str, middle: str, right: str
+) -> None:
+    assert agrees_with_pyflakes(left, middle, right) == (True, True)
+
+
+@pytest.mark.parametrize(
+    ("left", "middle", "right"),
+    [
+        ("def f(a):\n    b = a\n", "    return b", "\n"),
+        ("def f(a):\n    b = a\n    ", "return b\n\nx = f", "\n"),
+        ("def outer(n):\n    def inner():\n        ", "return n\n    return inner", "\n"),
+        ("class C:\n    k = 1\n    def m(self):\n        ", "return 1\n    j = k", "\n"),
+        ("def f(a):\n    ", "def g(b):\n        return b\n    return g(a)", "\n"),
+        (PRIME_LEFT, "    l = 1\n    if l > 0:\n", PRIME_RIGHT),
+    ],
+)
+def test_a_middle_that_dedents_keeps_what_the_scope_it_moved_to_binds(
+    left: str, middle: str, right: str
+) -> None:
+    assert agrees_with_pyflakes(left, middle, right) == (False, False)
+
+
+@pytest.mark.parametrize(
+    ("left", "middle", "right"),
+    [
+        ("def f():\n    ", "print(x)", "\n    x = 1\n"),
+        ("def f():\n    y = 1 + ", "x", "\n    x = 1\n"),
+        ("def f(a):\n    if a:\n        ", "return later", "\n    else:\n        later = 1\n"),
+        ("def f():\n    def g():\n        return 1\n    ", "return g() + x", "\n    x = 2\n"),
+    ],
+)
+def test_a_local_read_before_its_assignment_is_refused(left: str, middle: str, right: str) -> None:
+    assert agrees_with_pyflakes(left, middle, right) == (True, True)
+
+
+@pytest.mark.parametrize(
+    ("left", "middle", "right"),
+    [
+        ("def f():\n    x = 0\n    ", "print(x)", "\n    x = 1\n"),  # bound before too
+        ("def f(xs):\n    for i, (a, b) in xs:\n        pass\n    ", "print(a)", "\n    a = 1\n"),
+        ("def f():\n    global x\n    ", "print(x)", "\n    x = 1\n"),
+        ("x = 0\ndef f():\n    ", "print(g)", "\n    g = 1\ndef g():\n    pass\n"),
+        ("def f():\n    def g():\n        ", "return x", "\n    x = 1\n    return g\n"),
+        ("def f():\n    ", "g = lambda: x", "\n    x = 1\n"),
+        ("def f():\n    ", "g = sorted([], key=lambda v: x + v)", "\n    x = 1\n"),
+        ("def f():\n    ", "def g():\n        return x\n", "    x = 1\n    return g\n"),
+        ("def f(g):\n    y = ", "x", " if (x := g()) else 0\n"),
+        ("def f():\n    ", "return helper()", "\n\n\ndef helper():\n    return 1\n"),
+        # R read with the middle empty joins its first line to the cursor's: this
+        # module-level def looks nested in f there
+        ("def f(a):\n    b = a\n    ", "return helper(b)\n", "def helper(x):\n    return x\n"),
+    ],
+)
+def test_a_local_bound_later_is_allowed_where_it_runs_later_or_is_bound_before(
+    left: str, middle: str, right: str
+) -> None:
+    assert agrees_with_pyflakes(left, middle, right) == (False, False)
+
+
+def test_a_local_bound_later_in_a_loop_around_the_cursor_counts_as_bound() -> None:
+    # pyflakes reads straight through and reports it; the next iteration binds it
+    left, right = "def f(xs):\n    for a in xs:\n        ", "\n        last = a\n"
+    assert agrees_with_pyflakes(left, "print(last)", right) == (False, True)
+    # after the loop ends in R, a later local is unbound at the cursor again
+    right = "\n        pass\n    last = 1\n"
+    assert agrees_with_pyflakes(left, "print(last)", right) == (True, True)
+
+
+def test_a_name_shadowing_an_outer_binding_is_left_to_pyflakes_f823() -> None:
+    # x is local to f (UnboundLocalError at run time), but bound in the module: the
+    # check refuses only names bound nowhere visible (F821), never an outer binding
+    assert agrees_with_pyflakes("x = 0\ndef f():\n    ", "print(x)", "\n    x = 1\n") == (
+        False,
+        False,
+    )

@@ -24,14 +24,15 @@ _ADDED = {
 }
 
 #: Bound without a binding in the file: module attributes (``__file__``, ...), a class
-#: body's ``__module__`` and ``__qualname__``, a method's ``__class__`` cell, pyflakes'
-#: ``WindowsError``, and ``_``, which ``gettext.install`` puts among the builtins (a
-#: check that cannot tell is conservative).
+#: body's ``__module__`` and ``__qualname__``, a method's ``__class__`` cell and pyflakes'
+#: ``WindowsError``.  Not ``_``: only the interactive interpreter binds it (pyflakes
+#: reports it undefined too); a file binds it like any name (``for _ in``, ``from
+#: gettext import gettext as _``).
 ALWAYS_BOUND = frozenset(
     {
         "__annotations__", "__builtins__", "__cached__", "__class__", "__dict__", "__doc__",
         "__file__", "__loader__", "__module__", "__name__", "__package__", "__path__",
-        "__qualname__", "__spec__", "WindowsError", "_",
+        "__qualname__", "__spec__", "WindowsError",
     }
 )  # fmt: skip
 

@@ -65,9 +65,12 @@ class NameGuard:
     def start(cls, known: KnownNames, right: str) -> NameGuard:
         """The guard before any middle."""
         walker = known.walker.clone()
-        walker.is_known = known.names.__contains__
+        walker.is_known = known.knows
         walker.checked_from = known.left_chars
         walker.dedents = 0  # counted from the cursor's block
+        # on a line of indentation only, the middle's first line already sets its block
+        walker.on_cursor_line = not known.fresh_line
+        walker.line_start = False
         return cls(known, right, known.lex, walker)
 
     def feed(self, text: str) -> NameGuard:

@@ -10,16 +10,24 @@ header is not left of it.  The names known at the cursor are then:
 * the builtins of the target and the module attributes (``builtin_names``);
 * every name the module binds, anywhere in L or R (later bindings count: a function may
   call one defined below it);
-* every name bound in each enclosing function, its parameters included;
+* every name bound in each enclosing function, its parameters included, except in the
+  innermost one: there a local bound only after the cursor (in R) is unbound where the
+  middle reads it, unless R binds it in a loop around the cursor (the next turn may
+  see it), on the cursor's line or in the rest of its statement (``x if (x := f())
+  else 0``), or the read runs later (in a ``def``, ``lambda`` or ``class`` body the
+  middle opened);
 * a class's names only where the cursor is in the class's own body, not in a function
   nested in it (Python's class scopes are not visible there);
 * names the project's other text binds at module level (``extra``: they may come in by
   an import the check cannot follow).
 
-Where the cursor's line holds only indentation so far, the middle may still indent
-further: every scope open at the previous line counts.  The names bound in the cursor's
-own statement before it (a lambda's parameters, a comprehension's targets) are in the
-walker handed to the guard.
+The middle moves between scopes by its own indentation: ``KnownNames.knows`` takes the
+place of a load (the blocks the middle opened or left since the cursor's line, and
+whether the code there runs later) and answers from the scopes enclosing that place
+(the scopes whose header is left of the block's column).  ``names`` is the union of
+what any place may know (for the early refusal of a name being typed).  The names
+bound in the cursor's own statement before it (a lambda's parameters, a comprehension's
+targets) are in the walker handed to the guard.
 
 Python is dynamic: a star import, a write through ``globals()``, ``locals()`` or
 ``vars()``, a module-level ``__getattr__``, a ``del`` of a module-level name, or
@@ -38,14 +46,29 @@ from lexer.text import line_end_offsets
 from lexer.version import TargetLike, TargetVersion
 
 from .builtin_names import builtin_names
-from .walker import Walker
+from .walker import Place, Walker
 
-__all__ = ["KnownNames", "known_names", "lex_tolerant"]
+__all__ = ["KnownNames", "Place", "ScopeView", "known_names", "lex_tolerant"]
 
 #: Calls whose result written to turns the check off (``globals()["x"] = 1``).
 _NAMESPACES = frozenset({"globals", "locals", "vars"})
 #: Methods of such a result that write to it.
 _WRITES = frozenset({"update", "setdefault", "__setitem__", "pop", "popitem", "clear"})
+#: Statements whose body may run again after a later line of it: a binding there may be
+#: seen by a line above it (``async``: ``async for``, and harmlessly ``async with``).
+_LOOPS = frozenset({"for", "while", "async"})
+#: Deeper than any column: the blocks the middle opens past the cursor's.
+_INNERMOST = 1 << 30
+
+
+@dataclass(frozen=True)
+class ScopeView:
+    """One scope enclosing the cursor, as ``KnownNames`` answers from it."""
+
+    kind: str  # module, class, def
+    column: int  # its header's (-1: the module)
+    names: frozenset[str]  # bound anywhere in it
+    before: frozenset[str]  # bound where a line at the cursor runs: L, loops, statement
 
 
 @dataclass
@@ -63,7 +86,53 @@ class KnownNames:
     #: (blocks, names): a class's names, hidden at the cursor by a function nested in
     #: it, visible where the middle starts a line in the class's body (``blocks`` open)
     hidden: tuple[tuple[int, frozenset[str]], ...] = ()
+    #: the scopes enclosing the cursor, the module first
+    scopes: tuple[ScopeView, ...] = ()
+    #: the header the cursor is in (``def f(a, b=``), whose body the middle may write
+    opening: ScopeView | None = None
+    #: the columns of the blocks open after L
+    columns: tuple[int, ...] = (0,)
+    #: the cursor's line holds only indentation: the middle's first line sets its block
+    fresh_line: bool = False
+    #: the builtins and the names of the project's other text
+    always: frozenset[str] = frozenset()
     _sorted: tuple[str, ...] | None = field(default=None, repr=False)
+    _by_place: dict[Place, frozenset[str]] = field(default_factory=dict, repr=False)
+
+    def knows(self, name: str, place: Place) -> bool:
+        """Whether ``name`` is bound for a load at ``place`` (its set built once)."""
+        names = self._by_place.get(place)
+        if names is None:
+            names = self._by_place[place] = self.names_at(place)
+        return name in names
+
+    def names_at(self, place: Place) -> frozenset[str]:
+        """The names bound for a load at ``place``; see the module docstring."""
+        if not self.scopes:
+            return self.names
+        level, later = place
+        scopes = self.scopes
+        if level is None:  # on the cursor's line: every enclosing scope
+            visible = scopes[1:]
+        else:
+            blocks = max(1, len(self.columns) + level)
+            column = self.columns[blocks - 1] if blocks <= len(self.columns) else _INNERMOST
+            visible = tuple(scope for scope in scopes[1:] if scope.column < column)
+            if column == _INNERMOST and self.opening is not None:
+                visible += (self.opening,)  # the body of the header the cursor was in
+        names = set(self.always)
+        names |= scopes[0].names
+        innermost = visible[-1] if visible else None
+        for scope in visible:
+            if scope.kind == "class" and scope is not innermost:
+                continue  # a class's names are not visible in a function nested in it
+            if scope is innermost and scope.kind == "def" and not later:
+                names |= scope.before
+            else:
+                names |= scope.names
+        if level is None and self.opening is not None:
+            names |= self.opening.names  # the header's parameters so far
+        return frozenset(names)
 
     def has_prefix(self, prefix: str) -> bool:
         """Whether some known name starts with ``prefix``."""
@@ -75,12 +144,16 @@ class KnownNames:
 
 
 class _Scope:
-    __slots__ = ("column", "kind", "names")
+    __slots__ = ("before", "column", "kind", "names")
 
     def __init__(self, kind: str, column: int) -> None:
         self.kind = kind  # module, class, def
         self.column = column  # the header's column (-1: the module)
         self.names: set[str] = set()
+        self.before: set[str] = set()  # bound where a line at the cursor runs
+
+    def view(self) -> ScopeView:
+        return ScopeView(self.kind, self.column, frozenset(self.names), frozenset(self.before))
 
 
 class _Sink:
@@ -94,8 +167,26 @@ class _Sink:
         self.column = 0  # of the current logical line
         self.disabled: str | None = None
         self.everything: set[str] = set()  # every name bound, in any scope
+        #: open loops: (the header's column, its scope, whether it holds the cursor)
+        self.loops: list[tuple[int, _Scope, bool]] = []
+        self.right = False  # reading R: a binding is after the cursor
+        #: still on the cursor's line or in its statement: read with the middle empty,
+        #: R's first line is joined to the cursor's (its column, even its scope, may be
+        #: the middle's to change), and ``y = x if (x := f()) else 0`` binds ``x`` first
+        self.cursor_statement = False
+        self.cursor_line_end = 0  # where R's first line ends, in ``source``
 
-    def statement(self, start: int) -> None:
+    def cursor(self, line_end: int) -> None:
+        """L ends here: what is bound from the cursor's next statement on the next line
+        on is bound after the cursor."""
+        self.right = True
+        self.cursor_statement = True
+        self.cursor_line_end = line_end
+        self.loops = [(column, scope, True) for column, scope, _ in self.loops]
+
+    def statement(self, start: int, kind: str) -> None:
+        if start >= self.cursor_line_end:
+            self.cursor_statement = False
         source = self.source
         line_start = source.rfind("\n", 0, start) + 1
         if self.returns:
@@ -108,14 +199,28 @@ class _Sink:
         stack = self.stack
         while len(stack) > 1 and stack[-1].column >= column:
             stack.pop()
+        loops = self.loops
+        while loops and loops[-1][0] >= column:
+            loops.pop()
+        if kind in _LOOPS:
+            loops.append((column, stack[-1], False))
         self.opening = None
 
     def bind(self, name: str) -> None:
-        self.stack[-1].names.add(name)
+        scope = self.stack[-1]
+        scope.names.add(name)
         self.everything.add(name)
+        if not self.right or self.cursor_statement or self._in_cursor_loop(scope):
+            scope.before.add(name)
+
+    def _in_cursor_loop(self, scope: _Scope) -> bool:
+        """Whether a loop of ``scope`` holding the cursor is still open."""
+        return any(holds and of is scope for _column, of, holds in self.loops)
 
     def bind_param(self, name: str) -> None:
-        (self.opening or self.stack[-1]).names.add(name)
+        scope = self.opening or self.stack[-1]
+        scope.names.add(name)
+        scope.before.add(name)
         self.everything.add(name)
 
     def bind_global(self, name: str) -> None:
@@ -218,6 +323,7 @@ def known_names(left: str, right: str, target: TargetLike, extra: str = "") -> K
     walker = Walker(sink)
     lex, left_symbols = lex_tolerant(LexState.initial(version), left, 0)
     walker.feed(left_symbols)
+    sink.cursor(len(left) + _first_line_end(right))
     cursor_walker = walker.clone()
     cursor_walker.sink = None
     chain = list(sink.stack)
@@ -254,9 +360,29 @@ def known_names(left: str, right: str, target: TargetLike, extra: str = "") -> K
         names |= scope.names
     if opening is not None:
         names |= opening.names  # the cursor is in a header: its parameters so far
+    always = builtin_names(version)
     if extra:
-        names |= _module_names(extra, version)
-    return KnownNames(frozenset(names), disabled, cursor_walker, lex, len(left), tuple(hidden))
+        always = always | _module_names(extra, version)
+        names |= always
+    return KnownNames(
+        frozenset(names),
+        disabled,
+        cursor_walker,
+        lex,
+        len(left),
+        tuple(hidden),
+        scopes=tuple(scope.view() for scope in chain),
+        opening=None if opening is None else opening.view(),
+        columns=tuple(column for column, _ in lex.indent_levels),
+        fresh_line=open_column is not None,
+        always=always,
+    )
+
+
+def _first_line_end(text: str) -> int:
+    """The offset just after ``text``'s first line end (its length when it has none)."""
+    ends = [at for at in (text.find("\n"), text.find("\r")) if at >= 0]
+    return min(ends) + 1 if ends else len(text)
 
 
 def _resets(symbols: list[Symbol]) -> bool:

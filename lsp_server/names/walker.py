@@ -22,6 +22,11 @@ judged yet waits:
 * after the middle opened a ``def`` (its body may call a function the middle defines
   later), until the middle ends.
 
+Each checked load carries its place (``Place``): the blocks the middle opened or
+left by its INDENTs and DEDENTs since the cursor's line, and whether it stands in a
+``def``, ``class`` or ``lambda`` body the middle opened (code that runs later, when the
+function's later locals are bound); a load that waits is judged at its own place.
+
 A walker is mutated only while it reads one chunk of symbols; ``clone`` forks it and all
 it holds are tuples, frozensets and numbers, so a fork never sees another's changes.
 """
@@ -33,7 +38,12 @@ from typing import Protocol
 
 from lexer import Symbol
 
-__all__ = ["ScopeSink", "Walker"]
+__all__ = ["Place", "ScopeSink", "Walker"]
+
+#: Where a load stands: (the blocks the middle opened, or left when negative, since the
+#: cursor's line; None while on the cursor's line), and whether the code there runs
+#: later (in a ``def``, ``class`` or ``lambda`` body the middle opened).
+Place = tuple[int | None, bool]
 
 #: A symbol after which ``(`` calls and ``[`` subscripts (an expression's end).
 _EXPRESSION_END = frozenset(
@@ -64,7 +74,7 @@ _CLOSERS = frozenset(")]}")
 # kinds: call (arguments), group (parentheses), list, subscript, dict (braces), field
 # (an f-string's replacement field), params (a def's), typeparams (``def f[T]``),
 # tgroup / tlist (brackets where an assignment target may stand: ``(a, b) = ...``).
-Frame = tuple[str, bool, bool, tuple[tuple[str, int], ...]]
+Frame = tuple[str, bool, bool, tuple[tuple[str, int, Place], ...]]
 #: A name whose role waits for the next symbol: (text, start, end, context).
 Pending = tuple[str, int, int, str]
 
@@ -75,7 +85,7 @@ class ScopeSink(Protocol):
     def bind(self, name: str) -> None: ...
     def bind_param(self, name: str) -> None: ...
     def bind_global(self, name: str) -> None: ...
-    def statement(self, start: int) -> None: ...
+    def statement(self, start: int, kind: str) -> None: ...
     def header(self, kind: str, name: str) -> None: ...
     def body(self) -> None: ...
     def dynamic(self, why: str, name: str) -> None: ...
@@ -87,14 +97,16 @@ class Walker:
     __slots__ = (
         "as_bracket", "as_next", "assigned", "bound", "checked_from", "checked_to",
         "dedents", "defers_to_end", "first", "for_depths", "frames", "fstrings", "header",
-        "import_seen", "is_known", "lambdas", "late", "local", "pending", "prev", "sink",
-        "staged", "start", "statement", "targets", "violation",
+        "import_seen", "is_known", "lambda_bodies", "lambdas", "late", "line_start",
+        "local", "on_cursor_line", "opened", "pending", "prev", "sink", "staged", "start",
+        "statement", "targets", "violation",
     )  # fmt: skip
 
     def __init__(self, sink: ScopeSink | None = None) -> None:
         self.sink = sink
-        #: decides whether a name is known (the guard's; None: nothing is checked)
-        self.is_known: Callable[[str], bool] | None = None
+        #: decides whether a name is known at a place (the guard's; None: nothing is
+        #: checked)
+        self.is_known: Callable[[str, Place], bool] | None = None
         #: names overlapping [checked_from, checked_to) are the middle's: checked
         self.checked_from = self.checked_to = -1
         self.bound: frozenset[str] = frozenset()  # bound by the middle (guard role)
@@ -119,7 +131,13 @@ class Walker:
         self.import_seen = False  # ``from x import``: past ``import``
         self.defers_to_end = False  # the middle opened a def
         self.dedents = 0  # DEDENTs less INDENTs read (the middle leaving blocks)
-        self.late: tuple[tuple[str, int], ...] = ()  # loads checked when the middle ends
+        self.on_cursor_line = True  # no NEWLINE read yet (the guard's: since the cursor)
+        self.line_start = False  # a NEWLINE read, the next line's first symbol not yet
+        #: -dedents where the middle opened a ``def`` or ``class`` whose body may go on
+        self.opened: tuple[int, ...] = ()
+        self.lambda_bodies: tuple[int, ...] = ()  # bracket depths of open lambda bodies
+        #: loads checked when the middle ends
+        self.late: tuple[tuple[str, int, Place], ...] = ()
         self.violation: str | None = None
 
     def clone(self) -> Walker:
@@ -139,6 +157,11 @@ class Walker:
         if kind == "INDENT" or kind == "DEDENT":
             self.dedents += 1 if kind == "DEDENT" else -1
             return
+        if self.line_start:
+            self.line_start = False
+            level = -self.dedents
+            while self.opened and self.opened[-1] >= level:
+                self.opened = self.opened[:-1]  # back at the header's block: its body ended
         if self.pending is not None:
             self.decide(kind)
         if self.start and kind not in ("NEWLINE", "ENDMARKER"):
@@ -146,7 +169,7 @@ class Walker:
             self.prev = ""  # the mark of a statement's start for ``context``
             self.first = text if kind == "NAME" else kind
             if self.sink is not None:
-                self.sink.statement(start)
+                self.sink.statement(start, kind)
             if kind in ("import", "from"):
                 self.statement = "import"
             elif kind in ("global", "nonlocal"):
@@ -157,6 +180,9 @@ class Walker:
             self._name(text, start)
         elif kind in ("NEWLINE", "ENDMARKER") or (kind == ";" and not self.frames):
             self._end_statement()
+            if kind != ";":
+                self.on_cursor_line = False
+                self.line_start = True
             return
         elif kind in _OPENERS:
             self._open(kind)
@@ -219,12 +245,14 @@ class Walker:
         if context == "skip":
             return
         if context == "bind":
+            # ``with a() as x, b(x):`` enters its items in turn: ``as`` binds at once
+            now = self.as_next or self.as_bracket >= 0
             self.as_next = False
             if self.header == "def_name" or self.header == "class_name":
                 if self.sink is not None:
                     self.sink.header(self.header[:-5], text)
                 self.header = self.header[:-5] + "_after"
-            self._bind(text)
+            self._bind(text, now=now)
             if self.statement == "global" and self.sink is not None:
                 self.sink.bind_global(text)
             return
@@ -270,10 +298,10 @@ class Walker:
         elif context == "for":
             if after in (".", "[", "("):
                 self._load(text, start, end)
-            elif self.frames:
+            elif self.for_depths and self.for_depths[-1]:
                 self.local = self.local | {text}  # a comprehension's target
             else:
-                self._bind(text)
+                self._bind(text)  # a ``for`` statement's, parenthesized too: ``for (a, b) in``
         elif context == "del":
             if after in (",", "NEWLINE", ";", ")", "]", "ENDMARKER") and self.sink is not None:
                 self.sink.dynamic("del", text)
@@ -286,6 +314,11 @@ class Walker:
         else:
             self.staged = self.staged | {text}
 
+    def place(self) -> Place:
+        """Where a load read now stands."""
+        level = None if self.on_cursor_line else -self.dedents
+        return level, bool(self.opened or self.lambda_bodies)
+
     def _load(self, text: str, start: int, end: int) -> None:
         if self.sink is not None:
             if text in ("exec", "eval"):
@@ -295,9 +328,10 @@ class Walker:
             return
         if self.checked_to >= 0 and start >= self.checked_to:
             return
-        if self._known(text):
+        place = self.place()
+        if self._known(text, place):
             return
-        self._defer(text, start, len(self.frames))
+        self._defer(text, start, len(self.frames), place)
 
     def in_element(self) -> bool:
         """Whether a load here may be in a comprehension's element (it would wait)."""
@@ -306,11 +340,11 @@ class Walker:
             for kind, comma, fored, _deferred in self.frames
         )
 
-    def _known(self, text: str) -> bool:
+    def _known(self, text: str, place: Place) -> bool:
         assert self.is_known is not None
-        return text in self.bound or text in self.local or self.is_known(text)
+        return text in self.bound or text in self.local or self.is_known(text, place)
 
-    def _defer(self, text: str, start: int, depth: int) -> None:
+    def _defer(self, text: str, start: int, depth: int, place: Place) -> None:
         """An unknown load at bracket ``depth`` (frames below it): wait in the innermost
         bracket whose first element it may be, or to the middle's end after a def; else
         it is a violation."""
@@ -318,25 +352,25 @@ class Walker:
         for index in range(depth - 1, -1, -1):
             kind, comma, fored, deferred = frames[index]
             if kind in _COMPREHENSIBLE and not comma and not fored:
-                waiting = (kind, comma, fored, (*deferred, (text, start)))
+                waiting = (kind, comma, fored, (*deferred, (text, start, place)))
                 self.frames = (*frames[:index], waiting, *frames[index + 1 :])
                 return
         if self.defers_to_end:
-            self.late += ((text, start),)
+            self.late += ((text, start, place),)
         elif self.violation is None:
             self.violation = text
 
-    def _settle(self, deferred: tuple[tuple[str, int], ...]) -> None:
+    def _settle(self, deferred: tuple[tuple[str, int, Place], ...]) -> None:
         """Judge loads that waited in a bracket now closed (or past its first comma)."""
-        for text, start in deferred:
-            if not self._known(text):
-                self._defer(text, start, len(self.frames))
+        for text, start, place in deferred:
+            if not self._known(text, place):
+                self._defer(text, start, len(self.frames), place)
 
     def settle_late(self) -> None:
         """The middle ends: judge the loads that waited for it."""
         late, self.late = self.late, ()
-        for text, _start in late:
-            if not self._known(text) and self.violation is None:
+        for text, _start, place in late:
+            if not self._known(text, place) and self.violation is None:
                 self.violation = text
 
     # -- brackets and other symbols -----------------------------------------
@@ -385,6 +419,8 @@ class Walker:
             self.for_depths = self.for_depths[:-1]
         while self.lambdas and self.lambdas[-1][0] > depth:
             self.lambdas = self.lambdas[:-1]
+        while self.lambda_bodies and self.lambda_bodies[-1] > depth:
+            self.lambda_bodies = self.lambda_bodies[:-1]
         if deferred:
             self._settle(deferred)
 
@@ -392,6 +428,8 @@ class Walker:
         depth = len(self.frames)
         if kind == ",":
             self.as_next = False
+            while self.lambda_bodies and self.lambda_bodies[-1] >= depth:
+                self.lambda_bodies = self.lambda_bodies[:-1]  # ``f(lambda: x, y)``
             if depth:
                 frame, comma, fored, deferred = self.frames[-1]
                 if not comma and not fored:  # (after ``for``: a comprehension's targets)
@@ -439,17 +477,21 @@ class Walker:
 
     def _colon(self, depth: int) -> None:
         if self.lambdas and self.lambdas[-1][0] == depth:
-            self.lambdas = self.lambdas[:-1]  # the lambda's parameters end
+            self.lambdas = self.lambdas[:-1]  # the lambda's parameters end: its body
+            self.lambda_bodies = (*self.lambda_bodies, depth)
             return
         if depth:
             return  # a dict's value, a slice, an annotation in a def's parameters
         if self.first in _COMPOUND or self.statement == "soft":
-            is_def = self.header.startswith("def")
+            header = self.header
             self._end_statement()  # a header: what follows on the line is its body
             if self.sink is not None:
                 self.sink.body()
-            elif is_def:
-                self.defers_to_end = True
+            elif header:
+                # a body that runs later, from here to the line back at this block
+                self.opened = (*self.opened, -self.dedents)
+                if header.startswith("def"):
+                    self.defers_to_end = True
 
     def _end_targets(self) -> None:
         targets, self.targets = self.targets, ()
@@ -472,5 +514,5 @@ class Walker:
         self.first = self.prev = self.header = ""
         self.assigned = self.as_next = self.import_seen = False
         self.as_bracket = -1
-        self.for_depths = self.lambdas = ()
+        self.for_depths = self.lambdas = self.lambda_bodies = ()
         self.local = frozenset()
