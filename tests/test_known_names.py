@@ -244,6 +244,14 @@ def test_a_name_the_user_began_before_the_cursor_is_refused_once_nothing_known_b
     assert first_refusal("xs = [1]\nys = [ite", "m for item in xs]") is None
 
 
+def test_blanks_after_an_unknown_load_do_not_put_its_refusal_off() -> None:
+    # HumanEval/127: 'l >' refused, the model went on with ' \' and a new line
+    assert first_refusal("def f(a):\n    if ", "l \\\n") == "l \\"
+    assert first_refusal("def f(a):\n    if ", "l  > 0:") == "l  "
+    assert first_refusal("def f(a):\n    if ", "n := len(a):\n        pass") is None
+    assert first_refusal("def f(a):\n    return [", "y := 1, y]") is None
+
+
 def test_the_setting_is_on_by_default_and_can_be_switched_off() -> None:
     assert Settings().known_names is True and DecodeOptions().known_names is True
     settings, problems = Settings().merged({"knownNames": False})

@@ -140,7 +140,7 @@ class NameGuard:
         pending = lex.pending
         kinds = lex.pending_kinds()
         if kinds is None or not pending:
-            return not self._begun_unknown_load(walker)
+            return not self._blanks_after_unknown_load(walker, lex.offset)
         if walker.pending is not None:
             # the pending text decides the waiting name's role: a load whatever it becomes
             return not all(_violates_after(walker, kind) for kind in kinds)
@@ -149,14 +149,18 @@ class NameGuard:
             return not self._doomed(walker, pending, begun)
         return True
 
-    def _begun_unknown_load(self, walker: Walker) -> bool:
-        """The name waiting for its next symbol was begun before the cursor, can only be
-        a load (``:=`` aside), and is known nowhere: blanks after it change nothing."""
+    def _blanks_after_unknown_load(self, walker: Walker, offset: int) -> bool:
+        """The name waiting for its next symbol can only be a load (``:=`` aside) and is
+        known nowhere, and what followed it is more than the one blank ``x :=`` has (or
+        any blank, for a name the user began before the cursor): blanks and line
+        continuations only put the refusal off (``if l``, a blank, a backslash and a new
+        line)."""
         waiting = walker.pending
         if waiting is None:
             return False
-        _text, start, _end, context = waiting
-        return context == "load" and start < self.known.left_chars and _violates_after(walker, ",")
+        _text, start, end, context = waiting
+        gap = 1 if start < self.known.left_chars else 2
+        return context == "load" and offset - end >= gap and _violates_after(walker, ",")
 
     def _doomed(self, walker: Walker, name: str, begun: bool) -> bool:
         """Whether ``name``, being typed at a plain load position, can only end as a name
