@@ -255,6 +255,7 @@ async def _initialize(client: LanguageClient, args: argparse.Namespace) -> None:
                 "deadlineMs": args.deadline_ms,
                 "threads": args.threads,
                 "projectContext": args.project_context,
+                "knownNames": args.known_names,
             },
         )
     )
@@ -337,7 +338,8 @@ class ColdTally:
 
 
 _STATUS_KEYS = ("stopReason", "tokens", "quotientMs", "promptMs", "generateMs",
-                "promptTokens", "promptEvaluated", "contextTokens")  # fmt: skip
+                "promptTokens", "promptEvaluated", "contextTokens", "parserMs", "lineMode",
+                "steeredTokens", "restarted", "stayInside")  # fmt: skip
 
 
 async def _cold_open(
@@ -464,6 +466,9 @@ def _cold_report(
         "read_ahead_cpu_ms": _delta(after, before, "readAheadCpuMs"),
         "rss_mb_after": after.get("rssMb"),
         "engine_rss_mb_after": after.get("engineRssMb"),
+        "engine_gc_ms": after.get("gcMs"),
+        "engine_gc_full": after.get("gcFullCollections"),
+        "engine_gc_full_ms": after.get("gcFullMs"),
         "requests": cold.requests,
     }
 
@@ -514,6 +519,7 @@ def _report(
         "prompt_share_evaluated_p50": round(statistics.median(shares), 3) if shares else None,
         "prompt_share_evaluated_mean": round(statistics.mean(shares), 3) if shares else None,
         "project_context": args.project_context,
+        "known_names": args.known_names,
         "with_project_context": sum(1 for s in statuses if s.get("contextTokens")),
         "context_tokens_p50": _median_of(statuses, "contextTokens"),
         "server_served": final.get("served"),
@@ -523,6 +529,9 @@ def _report(
         "error_samples": tally.errors[:5],
         "rss_mb_after": final.get("rssMb"),
         "engine_rss_mb_after": final.get("engineRssMb"),
+        "engine_gc_ms": final.get("gcMs"),
+        "engine_gc_full": final.get("gcFullCollections"),
+        "engine_gc_full_ms": final.get("gcFullMs"),
         "max_tokens": args.max_tokens,
         "deadline_ms": args.deadline_ms,
         "typing_ms": args.typing_ms,
@@ -580,6 +589,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-project-context", dest="project_context", action="store_false",
                    help="projectContext off (on by default; only models with a repository "
                    "format use it)")  # fmt: skip
+    p.add_argument("--no-known-names", dest="known_names", action="store_false",
+                   help="knownNames off (on by default)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-progress", dest="progress", action="store_false")
     return p

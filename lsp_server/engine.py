@@ -163,6 +163,10 @@ class Engine:
         self.planner.project_view.document_changed(uri, text, edited_to)
         self._jobs.put(_wake)  # stop reading ahead for the old text; wait for the pause
 
+    def busy(self) -> bool:
+        """A request is queued or being answered."""
+        return self._serving.is_set() or not self._jobs.empty()
+
     def _preempted(self) -> bool:
         """Read-ahead must stop: a request is queued or being answered, or the server stops."""
         return self._stopping or self._serving.is_set() or not self._jobs.empty()

@@ -28,6 +28,7 @@ from concurrent.futures import Future
 from multiprocessing.connection import Connection
 from typing import Any
 
+from .collector import FREEZE_PERIOD_S, Collector
 from .engine import Engine
 from .engine_protocol import (
     Answered,
@@ -53,8 +54,9 @@ log = logging.getLogger(__name__)
 
 #: Seconds a running request may take to stop at its next token when the engine exits.
 _STOP_WAIT_S = 0.5
-#: Seconds between two looks at the counters (sent when they changed).
-_COUNTERS_PERIOD_S = 0.1
+#: Seconds between two looks at the counters (sent when they changed), which are also
+#: the collector's ticks.
+_COUNTERS_PERIOD_S = FREEZE_PERIOD_S
 
 
 class EngineService:
@@ -65,6 +67,7 @@ class EngineService:
         self._send_lock = threading.Lock()
         self._requests: dict[int, Request] = {}  # by id, until answered
         self.engine = Engine(on_state=self._state, on_progress=self._progress)
+        self.collector = Collector().start()
         self._counters: dict[str, float] = {}
         self._counters_lock = threading.Lock()
         self._stopped = threading.Event()
@@ -78,13 +81,14 @@ class EngineService:
     def send_counters(self) -> None:
         """The counters, if they changed since they were last sent."""
         with self._counters_lock:
-            counters = self.engine.counters()
+            counters = {**self.engine.counters(), **self.collector.counters()}
             if counters != self._counters:
                 self._counters = counters
                 self.send(Counters(counters))
 
     def _report(self) -> None:
         while not self._stopped.wait(_COUNTERS_PERIOD_S):
+            self.collector.tick(idle=not self.engine.busy())
             self.send_counters()
 
     def _state(self, state: EngineState, message: str) -> None:
