@@ -204,6 +204,11 @@ def engine_heap(engine: Any, params: dict[str, Any]) -> dict[str, Any]:
     only growth is of interest)."""
     from quotient_parser.recognizer import Recognizer
 
+    # The engine's collector freezes survivors (lsp_server.collector), and frozen
+    # objects are neither listed by gc.get_objects() nor collected: bring them back for
+    # the census and the full collection (the collector freezes them again at its tick).
+    gc.unfreeze()
+
     if params.get("maxStates") is not None:
         Recognizer.max_states = params["maxStates"]
     if params.get("plain"):  # resident memory and tables only: what a user's server does
