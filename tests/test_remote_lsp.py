@@ -83,7 +83,13 @@ async def client(lsp_client: LanguageClient, served: Served) -> Any:
     await lsp_client.initialize_session(
         types.InitializeParams(
             capabilities=client_capabilities("visual-studio-code"),
-            initialization_options={"model": served.url, "deadlineMs": 8000, "maxTokens": 32},
+            # knownNames off: a random-weight model writes arbitrary names
+            initialization_options={
+                "model": served.url,
+                "deadlineMs": 8000,
+                "maxTokens": 32,
+                "knownNames": False,
+            },
         )
     )
     yield
@@ -199,7 +205,8 @@ def _cli_complete(tmp_path: Path, url: str, **env: str) -> subprocess.CompletedP
     source.write_text(TEXT)
     return subprocess.run(
         [sys.executable, "-m", "lsp_server.cli", "complete", str(source), "--line", "2",
-         "--column", str(COLUMN + 1), "--model", url, "--max-tokens", "32", "--json"],
+         "--column", str(COLUMN + 1), "--model", url, "--max-tokens", "32",
+         "--no-known-names", "--json"],
         capture_output=True, text=True, timeout=120, env={**os.environ, **env},
     )  # fmt: skip
 
