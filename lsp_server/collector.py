@@ -12,7 +12,8 @@ So what has survived is set aside from the collector's reach, often: every
 :data:`FREEZE_PERIOD_S` whatever is alive is frozen (``gc.freeze``, O(1)), and a pass
 walks only what was made since.  Frozen objects are still freed by reference counting;
 cyclic garbage among them waits for the full pass over everything that
-:meth:`Collector.tick` makes every :data:`RECLAIM_PERIOD_S`, when no request waits.
+:meth:`Collector.tick` makes every :data:`RECLAIM_PERIOD_S`, when no request waits (at
+twice that period whatever waits).
 The time collections take is counted (``gcMs``, ``gcFullMs``, ``gcFullCollections``)
 for the status, so that it is seen rather than hidden in parser times.
 """
@@ -58,9 +59,11 @@ class Collector:
             gc.callbacks.remove(self._clock)
 
     def tick(self, idle: bool) -> None:
-        """Freeze what survived since the last tick; when ``idle`` and it is time, first
-        the full pass over everything."""
-        if idle and time.monotonic() - self._last_reclaim > self.reclaim_s:
+        """Freeze what survived since the last tick; when ``idle`` and it is time (or,
+        busy or not, twice past it: frozen cyclic garbage stays bounded under endless
+        load), first the full pass over everything."""
+        since = time.monotonic() - self._last_reclaim
+        if since > self.reclaim_s and (idle or since > 2 * self.reclaim_s):
             self._last_reclaim = time.monotonic()
             gc.unfreeze()
             try:

@@ -4,6 +4,7 @@ everything only when idle and due, and passes clocked."""
 from __future__ import annotations
 
 import gc
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -41,8 +42,18 @@ def test_frozen_cyclic_garbage_is_reclaimed_when_idle_and_due(collector: Collect
     _Cycle()  # garbage at once, but only the cyclic collector can free it
     collector.tick(idle=True)  # frozen with the rest
     assert gc.collect() == 0  # out of the collector's reach
-    collector.reclaim_s = 0.0
+    collector.reclaim_s = 60.0
+    collector._last_reclaim = time.monotonic() - 90.0  # due, not twice overdue
     collector.tick(idle=False)  # a request waits: no full pass
     assert collector.reclaims == 0
     collector.tick(idle=True)
     assert collector.reclaims == 1 and collector.reclaimed >= 1
+
+
+def test_a_reclaim_twice_overdue_happens_even_when_busy(collector: Collector) -> None:
+    collector.reclaim_s = 0.0
+    collector.tick(idle=False)  # overdue twice over at once: a busy engine reclaims too
+    assert collector.reclaims == 1
+    collector.reclaim_s = 3600.0
+    collector.tick(idle=False)
+    assert collector.reclaims == 1
