@@ -466,10 +466,18 @@ def _cold_report(
         "read_ahead_cpu_ms": _delta(after, before, "readAheadCpuMs"),
         "rss_mb_after": after.get("rssMb"),
         "engine_rss_mb_after": after.get("engineRssMb"),
-        "engine_gc_ms": after.get("gcMs"),
-        "engine_gc_full": after.get("gcFullCollections"),
-        "engine_gc_full_ms": after.get("gcFullMs"),
+        **_collector_figures(after),
         "requests": cold.requests,
+    }
+
+
+def _collector_figures(status: dict[str, Any]) -> dict[str, Any]:
+    """The engine's garbage-collection counters in a server status
+    (``lsp_server.collector``)."""
+    return {
+        "engine_gc_ms": status.get("gcMs"),
+        "engine_gc_full": status.get("gcFullCollections"),
+        "engine_gc_full_ms": status.get("gcFullMs"),
     }
 
 
@@ -529,9 +537,7 @@ def _report(
         "error_samples": tally.errors[:5],
         "rss_mb_after": final.get("rssMb"),
         "engine_rss_mb_after": final.get("engineRssMb"),
-        "engine_gc_ms": final.get("gcMs"),
-        "engine_gc_full": final.get("gcFullCollections"),
-        "engine_gc_full_ms": final.get("gcFullMs"),
+        **_collector_figures(final),
         "max_tokens": args.max_tokens,
         "deadline_ms": args.deadline_ms,
         "typing_ms": args.typing_ms,

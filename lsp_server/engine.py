@@ -169,7 +169,7 @@ class Engine:
 
     def _preempted(self) -> bool:
         """Read-ahead must stop: a request is queued or being answered, or the server stops."""
-        return self._stopping or self._serving.is_set() or not self._jobs.empty()
+        return self._stopping or self.busy()
 
     def counters(self) -> dict[str, float]:
         """What the engine holds, to show that nothing accumulates."""

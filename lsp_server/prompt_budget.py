@@ -161,13 +161,15 @@ class PromptBudget:
         )
         if head <= 0:  # no repository format, or no room for it
             return self._choose(backend, left, right, plain_options, deadline_s, allowance, 0)
-        rich = self._choose(backend, left, right, options, deadline_s, allowance, head)
+        rich = dataclasses.replace(
+            self._choose(backend, left, right, options, deadline_s, allowance, head),
+            context=context,
+            context_tokens=head,
+        )
         if rich.uncached <= allowance:
-            return dataclasses.replace(rich, context=context, context_tokens=head)
+            return rich
         plain = self._choose(backend, left, right, plain_options, deadline_s, allowance, 0)
-        if rich.uncached <= plain.uncached:
-            return dataclasses.replace(rich, context=context, context_tokens=head)
-        return plain
+        return rich if rich.uncached <= plain.uncached else plain
 
     def _choose(
         self,

@@ -167,10 +167,13 @@ class NameGuard:
         known nowhere.  ``begun``: the user began typing it before the cursor, so it is
         not a comprehension's target to be bound later, nor a chained assignment's."""
         prev = walker.prev
-        if prev not in _PLAIN_LOAD_AFTER and not (begun and prev == "="):
+        # after '=', a begun name is a load, not a chained target (as ``Walker._name``
+        # decides once it is complete)
+        begun_after_assign = begun and prev == "="
+        if prev not in _PLAIN_LOAD_AFTER and not begun_after_assign:
             return False
         context = walker.context()
-        if context != "load" and not (begun and prev == "=" and context == "stmt"):
+        if context != "load" and not (begun_after_assign and context == "stmt"):
             return False
         if not begun and (walker.defers_to_end or walker.in_element()):
             return False  # it may be a comprehension's element, or defined later
