@@ -127,6 +127,18 @@ def test_echo_is_a_whole_line_equal_to_the_next_line_of_code() -> None:
     assert RightEcho("    return x\n", "def f():\n").start("    return x\n") == 0
 
 
+def test_a_line_restates_one_of_the_next_lines_of_code_exactly_or_nearly() -> None:
+    """What ends an extension (``extend.py``): R's next three lines of code, each within
+    a tenth of its length in edits; blanks around the line aside."""
+    echo = RightEcho("\n        if i%2 == 1:\n            odd += 1\n    for i in lst2:\n    x\n")
+    assert echo.restates("        if i%2 == 0:")  # one edit in twelve characters
+    assert echo.restates("odd += 1")
+    assert echo.restates("  for i in lst2:  ")
+    assert not echo.restates("    x")  # the fourth line of code: too far
+    assert not echo.restates("        if i%3 == 0:")  # two edits
+    assert not RightEcho("\n\n").restates("x")  # R has no code
+
+
 def test_breaks_only_at_end() -> None:
     assert breaks_only_at_end("x = 1")
     assert breaks_only_at_end(")\n")

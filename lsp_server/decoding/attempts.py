@@ -19,7 +19,10 @@ the runs before it left a reason to look again, and only while there is time:
    judges what it left.
 6. **Line-mode fallback** (``auto``): a single line that does not complete is
    generated again over several lines.
-7. **Alternatives**, for an explicit constrained request: branches off the middle at
+7. **Extension** (``auto``, a FIM model): a single line at a line's start that
+   completes is decoded on over the further lines the model is sure of
+   (:mod:`.extend`).
+8. **Alternatives**, for an explicit constrained request: branches off the middle at
    its least sure steps and, in ``auto``, the other line mode's middle, ranked
    (:mod:`.alternatives`), so that the user has distinct complete middles to cycle.
 
@@ -40,6 +43,7 @@ from quotient_parser.quotient import Quotient
 
 from .alternatives import ALTERNATIVES, branch, branch_points, branch_within, ranked
 from .checked import checked_prefix
+from .extend import at_line_start, extend
 from .heuristic import HeuristicFilter
 from .line_mode import own_line, single_line
 from .loop import build_prompt
@@ -195,6 +199,25 @@ def _ran_out(result: Completion, options: DecodeOptions, stop: StopCheck) -> boo
     return wanted and result.complete is False and stopped_short and not stop()
 
 
+def _extensible(backend: Backend, quotient: Quotient, first: Completion) -> bool:
+    """A complete constrained single line at a line's start from a FIM model: what
+    :mod:`.extend` may continue."""
+    return backend.has_fim and first.complete is True and at_line_start(quotient)
+
+
+def _extend(
+    backend: Backend, quotient: Quotient, first: Completion, allowance: Allowance
+) -> Completion | None:
+    """Attempt 7: ``first`` decoded on over the lines the model is sure of, while the
+    request has time."""
+    if not allowance.may_retry():
+        return None
+    options = allowance.options(False)
+    now = time.perf_counter()
+    deadline = None if options.deadline_s is None else now + options.deadline_s
+    return extend(backend, quotient, options, first, StopCheck(allowance.cancel, deadline))
+
+
 def generate_middles(
     backend: Backend,
     quotient: Quotient,
@@ -205,7 +228,8 @@ def generate_middles(
     prompt: tuple[list[int], str] | None = None,
 ) -> Middles:
     """The middles at ``quotient``'s cursor in ``line_mode``: the line mode's (multi-line
-    again in ``auto`` when a single line does not complete), and with ``alternatives``
+    again in ``auto`` when a single line does not complete, or extended where it does),
+    and with ``alternatives``
     (an explicit request) up to ``ALTERNATIVES`` to cycle through.  ``prompt``: as for
     :func:`generate`, for every generation."""
     generations: list[Completion] = []
@@ -230,6 +254,11 @@ def generate_middles(
     fell_back = False
     if single and line_mode == "auto" and not first.complete and allowance.may_retry():
         first, single, fell_back = run(allowance.options(False)), False, True
+    elif single and line_mode == "auto" and _extensible(backend, quotient, first):
+        longer = _extend(backend, quotient, first, allowance)
+        if longer is not None:
+            generations.append(longer)
+            first, single = longer, False
     offered: list[tuple[Completion, bool]] = []
     cancelled = allowance.cancel is not None and allowance.cancel()
     if first.middle and first.complete is not False and not cancelled:  # None: unchecked

@@ -41,6 +41,11 @@ __all__ = ["Choice", "Decoder", "build_prompt", "resume"]
 _CLOCK_EVERY = 16
 
 
+def _breaks_line(data: bytes) -> bool:
+    """Whether a token's bytes hold a line break."""
+    return b"\n" in data or b"\r" in data
+
+
 def build_prompt(
     backend: Backend, left: str, right: str, options: DecodeOptions
 ) -> tuple[list[int], str]:
@@ -147,6 +152,8 @@ class Decoder:
         self.echo = RightEcho(quotient.right, quotient.left) if quotient is not None else None
         self.echo_at: int | None = None  # the offset where it did
         self.line_ended = False  # single-line: a token ran over the line's end
+        #: where the line the model was unsure of starts (``line_confidence``)
+        self.unsure_at: int | None = None
         #: single-line: the text that ends the middle's line (see ``dead_line_end``)
         self._line_end_text = None if not options.single_line else "\n" if self.own_line else ""
         #: Steering aims at any finish the quotient knows, over lines; a line of its own
@@ -232,6 +239,9 @@ class Decoder:
             if self.constrained and not self.opts.study_stops:
                 if self._echoes(token):
                     return StopReason.REPEATS_RIGHT
+                ended = self._extension_ends(token)
+                if ended is not None:
+                    return ended
                 # (at the token limit the limit is the reason, whatever the bound says)
                 if self.tokens < self.opts.max_tokens and self.points.settled(self.logprob):
                     return StopReason.LIKELIEST_END
@@ -246,8 +256,7 @@ class Decoder:
 
     def _echoes(self, token: int) -> bool:
         """The token just taken ends a line that writes R's next line of code again."""
-        data = self.vocab[token]
-        if self.echo is None or (b"\n" not in data and b"\r" not in data):
+        if self.echo is None or not _breaks_line(self.vocab[token]):
             return False
         self.echo_at = self.echo.start(self.middle)
         if self.echo_at is None:
@@ -255,6 +264,32 @@ class Decoder:
             if self.echo_at is not None:
                 self._note_cut(self.echo_at)
         return self.echo_at is not None
+
+    def _extension_ends(self, token: int) -> StopReason | None:
+        """Where an extension (``line_confidence`` set: ``extend.py``) ends: the token just
+        taken ends a line after the middle's first that the model was unsure of (its
+        tokens' mean log-probability below ``line_confidence``: ``UNSURE_LINE``) or that
+        nearly restates one of R's next lines of code (``RightEcho.restates``:
+        ``REPEATS_RIGHT``), with a complete middle before that line, where it ends."""
+        floor = self.opts.line_confidence
+        if floor is None or not _breaks_line(self.vocab[token]):
+            return None
+        ends = [i for i, t in enumerate(self.token_ids[:-1]) if _breaks_line(self.vocab[t])]
+        if not ends:
+            return None  # the middle's first line
+        body = self.middle.rstrip("\r\n")
+        start = max(body.rfind("\n"), body.rfind("\r")) + 1
+        line = body[start:]
+        if not line.strip() or self.points.best_within(start) is None:
+            return None
+        if self.echo is not None and self.echo.restates(line):
+            self.echo_at = start
+            return StopReason.REPEATS_RIGHT
+        logprobs = self.token_logprobs[ends[-1] + 1 :]
+        if sum(logprobs) / len(logprobs) < floor:
+            self.unsure_at = start
+            return StopReason.UNSURE_LINE
+        return None
 
     def _note_cut(self, offset: int) -> None:
         """The middle cut at ``offset`` (before an echo of the rest of the cursor's line)
@@ -294,6 +329,10 @@ class Decoder:
                 return self.middle, True, self.tokens
             if stop == StopReason.LIKELIEST_END and self.points.best is not None:
                 return self.points.best[1], True, self.points.best[2]
+            if stop == StopReason.UNSURE_LINE and self.unsure_at is not None:
+                point = self.points.best_within(self.unsure_at)
+                assert point is not None  # ``_unsure_line`` stops only where there is one
+                return point[1], True, point[2]
             if stop == StopReason.REPEATS_RIGHT and self.echo_at is not None:
                 point = self.points.best_within(self.echo_at)
                 if point is None:  # no complete middle before the echo

@@ -61,6 +61,11 @@ class DecodeOptions:
     #: model's end (neither the likeliest end nor an echo of R stops it): what
     #: ``bench.stopping_rules`` replays to compare rules for where a middle ends.
     study_stops: bool = False
+    #: Lines after the middle's first end it before them when the model was unsure of
+    #: them: a line whose tokens' mean log-probability falls below this, where the middle
+    #: is complete before it (``StopReason.UNSURE_LINE``).  None: no such stop.  Set by
+    #: the extension of a single line (``extend.py``).
+    line_confidence: float | None = None
     #: Other files of the project for the head of the prompt (``lsp_server.project``);
     #: used by families with a repository-level format, outside ``prompt_budget``.
     project_context: RepoContext | None = None

@@ -113,10 +113,9 @@ class Completion:
     write R's next line of code again (``repeats_right``), the step to branch at;
     ``stops``, under ``DecodeOptions.study_stops``, each step's point as (middle,
     tokens, log-probability of the middle, log-probability of ending there, whether the
-    middle is complete there).
-    write R's next line of code again (``repeats_right``), the step to branch at.
-    ``names_off`` says why ``knownNames`` was off for the file (a star import, ``exec``,
-    ...; ``known_names.py``), None where it was on or not asked for.
+    middle is complete there).  ``names_off`` says why ``knownNames`` was off for the
+    file (a star import, ``exec``, ...; ``known_names.py``), None where it was on or not
+    asked for.
     """
 
     middle: str

@@ -21,6 +21,9 @@ class StopReason(str, Enum):
     #: no later stopping point can be likelier than the best one found (each token only
     #: lowers the probability): the middle ends there
     LIKELIEST_END = "likeliest_end"
+    #: a line after the middle's first that the model was unsure of (``line_confidence``):
+    #: the middle ends before it
+    UNSURE_LINE = "unsure_line"
     WITNESS = "witness"  # ended with the shortest finish the parser found (witnessEnding)
     MAX_TOKENS = "max_tokens"  # the token budget is spent (or no candidate can finish in it)
     NO_VIABLE_TOKEN = "no_viable_token"  # no candidate, top k or further down, fits

@@ -28,18 +28,24 @@ the tokens is searched, longest first, within a small budget.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 
 from lexer.text import first_line, last_line
 from quotient_parser.quotient import QuotientState
 
+from .edit_distance import edit_distance
 from .stop_reason import StopReason
 
 __all__ = ["IN_TOKEN_STOP_CHECKS", "RightEcho", "StopCheck", "StoppingPoints"]
 
 #: Completeness checks spent looking for a stopping point inside tokens.
 IN_TOKEN_STOP_CHECKS = 128
+#: R's lines of code that ``RightEcho.restates`` compares a line with, and the edits
+#: per character of such a line within which a line restates it.
+RESTATED_LINES = 3
+RESTATED_EDITS = 0.1
 
 
 class StopCheck:
@@ -176,7 +182,10 @@ class RightEcho:
     """
 
     def __init__(self, right: str, left: str = "") -> None:
-        self.line = next((line.strip() for line in right.splitlines() if line.strip()), "")
+        code = (line.strip() for line in right.splitlines() if line.strip())
+        #: R's next lines of code, blanks around them aside (``RESTATED_LINES`` at most)
+        self.lines = list(itertools.islice(code, RESTATED_LINES))
+        self.line = self.lines[0] if self.lines else ""
         #: the middle's first line ends the cursor's line, whose code before the cursor
         #: makes it no line of its own (``max(values, `` + ``)``: no echo of R's ``)``)
         self.joins_left = bool(last_line(left).strip())
@@ -198,6 +207,16 @@ class RightEcho:
                 return offset
             offset += len(line)
         return None
+
+    def restates(self, line: str) -> bool:
+        """Whether ``line`` is one of R's next lines of code, or nearly (within a tenth
+        of its length in edits): a middle that goes on over lines and writes it has
+        gone past its end, even where it skipped a line of R or changed a character."""
+        text = line.strip()
+        return any(
+            text == target or edit_distance(text, target) <= RESTATED_EDITS * len(target)
+            for target in self.lines
+        )
 
     def tail(self, middle: str) -> int | None:
         """The offset where a whole line of the middle begins to write the rest of the

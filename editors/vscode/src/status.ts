@@ -29,6 +29,7 @@ export const STOP_REASONS = [
   'steered',
   'repeats_right',
   'likeliest_end',
+  'unsure_line',
   'witness',
   'max_tokens',
   'no_viable_token',

@@ -23,6 +23,7 @@ M.STOP_REASONS = {
   "steered",
   "repeats_right",
   "likeliest_end",
+  "unsure_line",
   "witness",
   "max_tokens",
   "no_viable_token",
