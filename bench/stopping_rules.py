@@ -22,7 +22,9 @@ their own (the cursor at a line's start, code after it); ``echo`` scores the poi
 before an echo of R with the echo's probability (a model that writes R again has ended
 the middle there); ``first-line`` is the first complete line of its own (what single-line
 mode gives); ``tail-echo`` also cuts a line that ends with the rest of the cursor's line
-before that text (the decoder's rule inside a line); ``oracle`` is the first point
+before that text (the decoder's rule inside a line); ``sure-lines`` is ``likeliest``
+ended before the first further line the model was unsure of (the extension's
+``line_confidence``; ``judge --line-confidence F ...`` sweeps it); ``oracle`` is the first point
 whose middle passes, the ceiling.
 """
 
@@ -33,7 +35,7 @@ import json
 import lzma
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import IO, Any
 
 from bench.harness import with_progress
@@ -42,6 +44,7 @@ from bench.usefulness import Task, parses, repeats_right, suite_tasks
 from lexer.version import TargetVersion
 from lsp_server.decoding import DecodeOptions, generate
 from lsp_server.decoding.edit_distance import edit_similarity
+from lsp_server.decoding.extend import LINE_CONFIDENCE
 from lsp_server.decoding.line_mode import own_line
 from lsp_server.decoding.stopping import RightEcho
 from lsp_server.model import open_model
@@ -172,6 +175,29 @@ def _replaying(lines: bool, echo_score: bool) -> Rule:
     return rule
 
 
+def _sure_lines(floor: float) -> Rule:
+    """``likeliest`` over the steps before the first line, after the middle's first,
+    whose tokens' mean log-probability is below ``floor`` (the extension's
+    ``line_confidence``: ``lsp_server/decoding/extend.py``)."""
+
+    def rule(t: Trace, task: Task) -> str:
+        cut, before = None, None
+        for step in t.steps:
+            if not step.middle.endswith("\n"):
+                continue
+            if before is not None and step.tokens > before.tokens:
+                mean = (step.logprob - before.logprob) / (step.tokens - before.tokens)
+                if mean < floor and step.middle[len(before.middle) :].strip():
+                    cut = len(before.middle)
+                    break
+            before = step
+        steps = t.steps if cut is None else tuple(s for s in t.steps if len(s.middle) <= cut)
+        return _replay(replace(t, steps=steps), RightEcho(task.right, task.left),
+                       lines=False, echo_score=False)  # fmt: skip
+
+    return rule
+
+
 RULES: dict[str, Rule] = {
     "likeliest": _replaying(lines=False, echo_score=False),
     "lines": _replaying(lines=True, echo_score=False),
@@ -179,6 +205,7 @@ RULES: dict[str, Rule] = {
     "lines+echo": _replaying(lines=True, echo_score=True),
     "first-line": _first_line,
     "tail-echo": _tail_echo,
+    "sure-lines": _sure_lines(LINE_CONFIDENCE),
 }
 
 
@@ -261,6 +288,10 @@ def build_parser() -> argparse.ArgumentParser:
     j = sub.add_parser("judge", help="each rule's middles, tested")
     j.add_argument("traces")
     j.add_argument("--json", action="store_true")
+    j.add_argument(
+        "--line-confidence", type=float, nargs="*", default=[], metavar="F",
+        help="also the sure-lines rule with each of these thresholds (a sweep)",
+    )  # fmt: skip
     return p
 
 
@@ -291,6 +322,8 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         for tid, (_, task) in _tasks(suites, None, data["seed"]).items()
         if any(t.task == tid for t in traces)
     }
+    for floor in args.line_confidence:
+        RULES[f"sure-lines{floor:+g}"] = _sure_lines(floor)
     report = judge(traces, tasks)
     if args.json:
         json.dump({**{k: v for k, v in data.items() if k != "traces"}, "suites": report}, out,
@@ -298,10 +331,10 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         return 0
     for suite, r in report.items():
         out.write(f"\n{suite} ({r['tasks']} tasks)\n")
-        out.write(f"{'rule':<12} pass@1  exact  ES      empty  repeats R\n")
+        out.write(f"{'rule':<16} pass@1  exact  ES      empty  repeats R\n")
         for name, row in r["rules"].items():
             cells = (row["pass@1"], row["exact"], row["edit_similarity"], row["empty"])
-            out.write(f"{name:<12} " + " ".join(f"{c:<6}" for c in cells))
+            out.write(f"{name:<16} " + " ".join(f"{c:<6}" for c in cells))
             out.write(f" {row['repeats_right']}\n")
     return 0
 
