@@ -259,11 +259,27 @@ class Decoder:
         if self.echo is None or not _breaks_line(self.vocab[token]):
             return False
         self.echo_at = self.echo.start(self.middle)
-        if self.echo_at is None:
-            self.echo_at = self.echo.tail(self.middle)
-            if self.echo_at is not None:
-                self._note_cut(self.echo_at)
+        if self.echo_at is not None:
+            self._note_cut(self._before_echo(self.echo_at))
+            return True
+        self.echo_at = self.echo.tail(self.middle)
+        if self.echo_at is not None:
+            self._note_cut(self.echo_at)
         return self.echo_at is not None
+
+    def _before_echo(self, offset: int) -> int:
+        """Where the middle ends before a whole-line echo of R starting at ``offset``:
+        after its last line of code and the one line break that ends it (none where R
+        starts with a line break of its own), not the blank lines before the echo."""
+        text = self.middle[:offset]
+        code_end = len(text.rstrip())
+        if self.right_starts_line:
+            return code_end
+        breaks = [i for i in (text.find("\n", code_end), text.find("\r", code_end)) if i >= 0]
+        if not breaks:
+            return offset
+        first = min(breaks)
+        return first + (2 if text.startswith("\r\n", first) else 1)
 
     def _extension_ends(self, token: int) -> StopReason | None:
         """Where an extension (``line_confidence`` set: ``extend.py``) ends: the token just
@@ -292,8 +308,8 @@ class Decoder:
         return None
 
     def _note_cut(self, offset: int) -> None:
-        """The middle cut at ``offset`` (before an echo of the rest of the cursor's line)
-        as a stopping point, scored with the log-probability through the echo."""
+        """The middle cut at ``offset``, before an echo of R, as a stopping point scored
+        with the log-probability through the echo, which stands for the end."""
         text = self.middle[:offset]
         if not text.strip() or not self.points.could_improve(self.logprob):
             return

@@ -18,7 +18,9 @@ and the score is length-normalised as before.
 A model that goes on past the end of the middle often writes the code after the cursor
 again (``RightEcho``): once a whole line of the middle is the next line of code after
 the cursor, the middle ends before it, at the best stopping point there
-(``StopReason.REPEATS_RIGHT``).  With the cursor inside a line, a line the model ends
+(``StopReason.REPEATS_RIGHT``); the middle just before the echo is such a point, scored
+with the probability through the echo, which stands for the end (the model ended the
+middle there by going on with R).  With the cursor inside a line, a line the model ends
 that ends with the rest of the cursor's line (``return closest_pair`` where R goes on
 with ``osest_pair``) is the same echo within one line: the middle is cut before that
 text (``return cl``), a stopping point scored with the probability of the echo, which
