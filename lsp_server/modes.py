@@ -21,7 +21,9 @@ Mode = Literal["constrained", "unconstrained", "checked", "heuristic"]
 MODES: tuple[Mode, ...] = get_args(Mode)
 
 #: ``single``: the middle stays on the cursor's line; ``multi``: it may span lines;
-#: ``auto``: multi-line where the cursor opens a block or one line cannot connect.
+#: ``auto``: multi-line where the cursor opens a block or one line cannot connect, and
+#: for a FIM model inside a line of code or over the further lines it is sure of
+#: (``decoding/line_mode.py``, ``decoding/extend.py``).
 LineMode = Literal["auto", "single", "multi"]
 LINE_MODES: tuple[LineMode, ...] = get_args(LineMode)
 

@@ -8,7 +8,9 @@ writes may run over lines, and ends where it writes the rest of that line again,
 after code on its line, the rest of that line (the model's line break ends it); at the
 start of a line that has code after the cursor, a line of its own inserted there, which
 ends with its line break (:func:`own_line`).  A single line that cannot connect is
-generated again over several lines: that fallback is one of :mod:`.attempts`.
+generated again over several lines, and a FIM model's complete one at a line's start
+goes on over the further lines the model is sure of (:mod:`.extend`): both are among
+the second attempts of :mod:`.attempts`.
 """
 
 from __future__ import annotations
