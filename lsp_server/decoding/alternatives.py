@@ -14,7 +14,6 @@ branches instead of a beam held in memory).
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 
 from lsp_server.model.backend import Backend
@@ -50,8 +49,7 @@ def branch(
 ) -> Completion:
     """The middle that follows ``first`` for ``at`` steps and then takes another token
     (``options.deadline_s`` counts from now)."""
-    now = time.perf_counter()
-    stop = StopCheck(cancel, None if options.deadline_s is None else now + options.deadline_s)
+    stop = StopCheck.from_now(cancel, options.deadline_s)
     return branch_within(backend, quotient, options, first, at, stop)
 
 

@@ -43,9 +43,9 @@ from quotient_parser.quotient import Quotient
 
 from .alternatives import ALTERNATIVES, branch, branch_points, branch_within, ranked
 from .checked import checked_prefix
-from .extend import at_line_start, extend
+from .extend import extend
 from .heuristic import HeuristicFilter
-from .line_mode import own_line, single_line
+from .line_mode import at_line_start, own_line, single_line
 from .loop import build_prompt
 from .options import DecodeOptions
 from .request import decode
@@ -213,9 +213,8 @@ def _extend(
     if not allowance.may_retry():
         return None
     options = allowance.options(False)
-    now = time.perf_counter()
-    deadline = None if options.deadline_s is None else now + options.deadline_s
-    return extend(backend, quotient, options, first, StopCheck(allowance.cancel, deadline))
+    stop = StopCheck.from_now(allowance.cancel, options.deadline_s)
+    return extend(backend, quotient, options, first, stop)
 
 
 def generate_middles(
@@ -229,8 +228,8 @@ def generate_middles(
 ) -> Middles:
     """The middles at ``quotient``'s cursor in ``line_mode``: the line mode's (multi-line
     again in ``auto`` when a single line does not complete, or extended where it does),
-    and with ``alternatives``
-    (an explicit request) up to ``ALTERNATIVES`` to cycle through.  ``prompt``: as for
+    and with ``alternatives`` (an explicit request) up to ``ALTERNATIVES`` to cycle
+    through.  ``prompt``: as for
     :func:`generate`, for every generation."""
     generations: list[Completion] = []
 

@@ -7,7 +7,7 @@ CodeXGLUE and RepoCoder report it: one less the distance over the longer length)
 
 from __future__ import annotations
 
-__all__ = ["edit_distance", "edit_similarity"]
+__all__ = ["edit_distance", "edit_similarity", "nearly_equal"]
 
 
 def edit_distance(a: str, b: str) -> int:
@@ -42,3 +42,8 @@ def edit_similarity(a: str, b: str) -> float:
     """``1 - distance / max(len(a), len(b))``: 1.0 for equal strings (both empty too)."""
     longest = max(len(a), len(b))
     return 1.0 if longest == 0 else 1.0 - edit_distance(a, b) / longest
+
+
+def nearly_equal(text: str, target: str, share: float) -> bool:
+    """``text`` is ``target`` or within ``share`` of its length in edits of it."""
+    return text == target or edit_distance(text, target) <= share * len(target)

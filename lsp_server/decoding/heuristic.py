@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from lexer.text import first_line, indentation, last_line, split_lines
 
-from .edit_distance import edit_distance
+from .edit_distance import nearly_equal
 
 __all__ = ["HeuristicFilter"]
 
@@ -102,9 +102,7 @@ class HeuristicFilter:
         text, target = line.strip(), self.next_code
         if not text or not target:
             return False
-        if text == target:
-            return True
-        return edit_distance(text, target) <= _SIMILAR * len(target)
+        return nearly_equal(text, target, _SIMILAR)
 
     def _drop_closers(self, middle: str) -> str:
         """Rule 5: trailing closing brackets that the rest of the line begins with."""

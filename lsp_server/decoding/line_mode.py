@@ -19,19 +19,24 @@ from lexer.text import first_line, indentation, last_line
 from lsp_server.modes import LineMode
 from quotient_parser.quotient import Quotient
 
-__all__ = ["inside_line", "opens_block", "own_line", "single_line"]
+__all__ = ["at_line_start", "inside_line", "opens_block", "own_line", "single_line"]
+
+
+def at_line_start(quotient: Quotient) -> bool:
+    """The cursor has only blanks before it on its line."""
+    return not last_line(quotient.left).strip()
 
 
 def own_line(quotient: Quotient) -> bool:
     """The cursor is at a line's start (blanks before it) with code after it on the
     line: the middle is lines of their own inserted there, each ending with its line
     break (a single line: one such line)."""
-    return not last_line(quotient.left).strip() and bool(first_line(quotient.right).strip())
+    return at_line_start(quotient) and bool(first_line(quotient.right).strip())
 
 
 def inside_line(quotient: Quotient) -> bool:
     """The cursor has code before it and after it on its line."""
-    return bool(last_line(quotient.left).strip()) and bool(first_line(quotient.right).strip())
+    return not at_line_start(quotient) and bool(first_line(quotient.right).strip())
 
 
 def opens_block(quotient: Quotient) -> bool:

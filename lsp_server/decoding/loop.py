@@ -290,8 +290,9 @@ class Decoder:
         floor = self.opts.line_confidence
         if floor is None or not _breaks_line(self.vocab[token]):
             return None
-        ends = [i for i, t in enumerate(self.token_ids[:-1]) if _breaks_line(self.vocab[t])]
-        if not ends:
+        earlier = range(len(self.token_ids) - 2, -1, -1)  # the tokens before this one
+        before = next((i for i in earlier if _breaks_line(self.vocab[self.token_ids[i]])), None)
+        if before is None:
             return None  # the middle's first line
         body = self.middle.rstrip("\r\n")
         start = max(body.rfind("\n"), body.rfind("\r")) + 1
@@ -301,7 +302,7 @@ class Decoder:
         if self.echo is not None and self.echo.restates(line):
             self.echo_at = start
             return StopReason.REPEATS_RIGHT
-        logprobs = self.token_logprobs[ends[-1] + 1 :]
+        logprobs = self.token_logprobs[before + 1 :]
         if sum(logprobs) / len(logprobs) < floor:
             self.unsure_at = start
             return StopReason.UNSURE_LINE
@@ -347,7 +348,7 @@ class Decoder:
                 return self.points.best[1], True, self.points.best[2]
             if stop == StopReason.UNSURE_LINE and self.unsure_at is not None:
                 point = self.points.best_within(self.unsure_at)
-                assert point is not None  # ``_unsure_line`` stops only where there is one
+                assert point is not None  # ``_extension_ends`` stops only where there is one
                 return point[1], True, point[2]
             if stop == StopReason.REPEATS_RIGHT and self.echo_at is not None:
                 point = self.points.best_within(self.echo_at)

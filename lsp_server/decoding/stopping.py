@@ -37,7 +37,7 @@ from collections.abc import Callable
 from lexer.text import first_line, last_line
 from quotient_parser.quotient import QuotientState
 
-from .edit_distance import edit_distance
+from .edit_distance import nearly_equal
 from .stop_reason import StopReason
 
 __all__ = ["IN_TOKEN_STOP_CHECKS", "RightEcho", "StopCheck", "StoppingPoints"]
@@ -61,6 +61,11 @@ class StopCheck:
         self.cancel = cancel
         self.deadline = deadline
         self.reason: StopReason | None = None
+
+    @classmethod
+    def from_now(cls, cancel: Callable[[], bool] | None, seconds: float | None) -> StopCheck:
+        """A check whose deadline is ``seconds`` from now (None: no deadline)."""
+        return cls(cancel, None if seconds is None else time.perf_counter() + seconds)
 
     @property
     def bounded(self) -> bool:
@@ -215,10 +220,7 @@ class RightEcho:
         of its length in edits): a middle that goes on over lines and writes it has
         gone past its end, even where it skipped a line of R or changed a character."""
         text = line.strip()
-        return any(
-            text == target or edit_distance(text, target) <= RESTATED_EDITS * len(target)
-            for target in self.lines
-        )
+        return any(nearly_equal(text, target, RESTATED_EDITS) for target in self.lines)
 
     def tail(self, middle: str) -> int | None:
         """The offset where a whole line of the middle begins to write the rest of the
