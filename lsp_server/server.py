@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -413,6 +414,7 @@ class FimLanguageServer(LanguageServer):
             **self.engine.counters(),
             "model": self.engine.detected,
             "rssMb": round(rss_mb(), 1),
+            "switchIntervalMs": round(sys.getswitchinterval() * 1e3, 3),
             **self.loop_lag.figures(),
         }
 

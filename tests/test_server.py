@@ -35,6 +35,7 @@ from model_fixtures import TinyFactory, model_cache, tiny_factory
 from pytest_lsp import LanguageClient, client_capabilities
 
 from lexer.version import NEWEST
+from lsp_server.transport.serving import SWITCH_INTERVAL_S
 from quotient_parser.quotient import Quotient
 
 __all__ = ["model_cache", "stopping_model", "tiny_factory"]  # fixtures used by name
@@ -372,6 +373,8 @@ async def test_large_document(client: LanguageClient) -> None:
     # The loop-lag monitor has been ticking since initialize (its figures: benchmarks).
     assert status["loopLagTicks"] > 0
     assert status["loopLagMaxMs"] >= status["loopLagP99Ms"] >= 0
+    # It serves with a short switch interval: the loop waits little behind its threads.
+    assert status["switchIntervalMs"] == SWITCH_INTERVAL_S * 1e3
     # The model runs in the engine process, whose memory is reported beside the front's.
     assert status["enginePid"] > 0 and status["engineRssMb"] > 0 and status["rssMb"] > 0
     client.text_document_did_close(

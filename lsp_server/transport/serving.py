@@ -8,7 +8,9 @@ on the event loop; :func:`serve_stdio` and :func:`serve_tcp` read with
 in pieces that hold the GIL briefly (:mod:`lsp_server.json_pieces`), with the
 protocol's :meth:`~.guard.JsonRpcGuard.prepare` (a server indexes a document's lines
 there); messages are still handled one at a time, in order.  Over stdio, what the
-server sends is written by :class:`ThreadedWriter`, never on the event loop.
+server sends is written by :class:`ThreadedWriter`, never on the event loop, and the
+process serves with a short switch interval (:data:`SWITCH_INTERVAL_S`), so the loop
+waits little for the GIL behind those threads.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import queue
 import sys
 import threading
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import IO
 
 from .framing import DEFAULT_MAX_CONTENT_LENGTH, Body, FrameReader
@@ -31,7 +33,7 @@ from .pygls_adapter import adopt_stop_event
 if typing.TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
 
-__all__ = ["LARGE_BODY", "ThreadedWriter", "serve_stdio", "serve_tcp"]
+__all__ = ["LARGE_BODY", "SWITCH_INTERVAL_S", "ThreadedWriter", "serve_stdio", "serve_tcp"]
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,12 @@ LARGE_BODY = 1 << 18
 #: A body still incomplete after the input paused this long is taken if it parses.
 IDLE_SECONDS = 0.25
 _CHUNK = 1 << 16  # bytes read at a time
+#: The front's switch interval while it serves.  A thread running Python (a large
+#: body's parse, the engine proxy's sender) keeps the GIL until the event loop has
+#: waited this long for it; at CPython's 5 ms the loop's ticks came up to 13-16 ms late
+#: while a 5 MB ``didOpen`` was parsed, at 1 ms 10 ms (``bench.lsp_fuzz --cases
+#: 5_mb_file,1_5_mb_file``).  The engine's process keeps the default.
+SWITCH_INTERVAL_S = 0.001
 
 
 async def _serve_stream(
@@ -140,6 +148,18 @@ def _guard(server: LanguageServer) -> JsonRpcGuard:
     return protocol
 
 
+@contextlib.contextmanager
+def _short_gil_handoffs() -> Iterator[None]:
+    """Serve with :data:`SWITCH_INTERVAL_S`, and restore the interval after (a test
+    serving in its own process gets its own back)."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
+
+
 def _raw_reader(stream: IO[bytes]) -> Callable[[int], bytes]:
     """A read that returns what is available: ``os.read`` on the file descriptor when
     there is one (a thread blocked in a buffered stream's read holds its lock, and
@@ -187,7 +207,8 @@ def serve_stdio(
         return await _serve_stream(chunks.get, protocol, FrameReader(max_content_length), stop)
 
     try:
-        return asyncio.run(main())
+        with _short_gil_handoffs():
+            return asyncio.run(main())
     except BrokenPipeError:
         log.error("the client closed its end of the connection")
         return 1
@@ -226,6 +247,7 @@ def serve_tcp(
             return await done
 
     try:
-        return asyncio.run(main())
+        with _short_gil_handoffs():
+            return asyncio.run(main())
     finally:
         server.shutdown()
