@@ -228,6 +228,21 @@ def test_a_prefix_no_known_name_begins_is_refused_at_a_plain_load() -> None:
     assert NameGuard.start(known, "\n").feed("zq").ok
 
 
+def test_a_keyword_arguments_value_is_a_plain_load() -> None:
+    # in brackets '=' is a keyword argument's or a default's, never a chained target,
+    # so a value no known name begins is refused before the model spells it out
+    # (hypothesis' datetime.py: ``dst=dst_tz_local_time_zone_...`` to the budget's end)
+    code = "import datetime\ndef f(value, tz):\n    return value.replace("
+    assert first_refusal(code, "tzinfo=tz, dst=dst_tz_local)") == "tzinfo=tz, dst=ds"
+    assert first_refusal(code, "tzinfo=tz, dst=datetime.UTC)") is None
+    assert first_refusal(code, "tzinfo=tz, fold=value)") is None
+    # a default, and a keyword before any comma, are loads too
+    assert first_refusal("def g(", "a=zqx): pass") == "a=zq"
+    assert first_refusal("print(", "sep=zqx)") == "sep=zq"
+    # a generator argument still binds its element later
+    assert first_refusal("print(", "x for x in [1])") is None
+
+
 def test_a_name_the_user_began_before_the_cursor_is_refused_once_nothing_known_begins_it() -> None:
     # the cursor inside a word: what the middle adds to it must lead to a known name,
     # even in a bracket (where a new name could otherwise be a comprehension's target)

@@ -12,9 +12,10 @@ is followed by a symbol that makes it a load (``np.``, ``foo(``, ``x +``), and i
 neither bound where the cursor is (``scopes.py``) nor by the middle so far.  Where the
 lexer's pending text can only make it a load (``np.``: ``.``, ``...``), that counts too.
 It is false as well when a load position holds a name being typed that no known name
-begins (after an operator, ``return``, ``not`` and the like, where neither an assignment
-nor ``:=`` can make the name a target): every way to finish it would be a violation, and
-refusing it at once spares the decoder a dead end.  Not after an assignment's ``=``: a
+begins (after an operator, ``return``, ``not``, a keyword argument's ``=`` and the
+like, where neither an assignment nor ``:=`` can make the name a target): every way to
+finish it would be a violation, and refusing it at once spares the decoder a dead end.
+Not after an assignment's ``=``: a
 chained assignment to a new name (``width = max_width = 0``) is correct there.
 
 ``ends_ok`` is the check where the middle would end: the middle joined with R's first
@@ -170,12 +171,15 @@ class NameGuard:
         # after '=', a begun name is a load, not a chained target (as ``Walker._name``
         # decides once it is complete)
         begun_after_assign = begun and prev == "="
-        if prev not in _PLAIN_LOAD_AFTER and not begun_after_assign:
+        # in brackets an '=' is a keyword argument's or a default's: what follows is a
+        # load that no comprehension binds (``f(a=x for x in y)`` is not Python)
+        after_keyword = prev == "=" and bool(walker.frames)
+        if prev not in _PLAIN_LOAD_AFTER and not begun_after_assign and not after_keyword:
             return False
         context = walker.context()
         if context != "load" and not (begun_after_assign and context == "stmt"):
             return False
-        if not begun and (walker.defers_to_end or walker.in_element()):
+        if not begun and (walker.defers_to_end or (walker.in_element() and not after_keyword)):
             return False  # it may be a comprehension's element, or defined later
         if self.known.has_prefix(name):
             return False
