@@ -15,8 +15,8 @@ It is false as well when a load position holds a name being typed that no known 
 begins (after an operator, ``return``, ``not``, a keyword argument's ``=`` and the
 like, where neither an assignment nor ``:=`` can make the name a target): every way to
 finish it would be a violation, and refusing it at once spares the decoder a dead end.
-Not after an assignment's ``=``: a
-chained assignment to a new name (``width = max_width = 0``) is correct there.
+Not after an assignment's ``=``: a chained assignment to a new name
+(``width = max_width = 0``) is correct there.
 
 ``ends_ok`` is the check where the middle would end: the middle joined with R's first
 characters (``fo`` + R's ``o(x)`` loads ``foo``), the loads waiting in brackets that R
