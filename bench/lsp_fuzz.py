@@ -300,6 +300,9 @@ class Tally:
     lag_stalls: list[tuple[float, float, str]] = field(default_factory=list)
     rss: list[float] = field(default_factory=list)
     engine_rss: list[float] = field(default_factory=list)
+    #: (when answered, front MB, engine MB or None) per probe: the memory over a long
+    #: session, minute by minute in the report (:func:`memory_by_minute`).
+    memory: list[tuple[float, float, float | None]] = field(default_factory=list)
     #: Per kill of the engine process: what it interrupted and how the server recovered.
     engine_kills: list[dict[str, Any]] = field(default_factory=list)
     server_starts: int = 0
@@ -520,6 +523,9 @@ class Fuzzer:
             self.tally.rss.append(float(rss))
         if isinstance(engine_rss, int | float) and engine_rss > 0:
             self.tally.engine_rss.append(float(engine_rss))
+        if isinstance(rss, int | float):
+            engine = float(engine_rss) if isinstance(engine_rss, int | float) else None
+            self.tally.memory.append((record.answered_at, float(rss), engine))
         lag, p99 = status.get("loopLagMaxMs"), status.get("loopLagP99Ms")
         if isinstance(lag, int | float) and lag > self.tally.loop_lag[0]:
             # It happened since this server's previous probe (100 ms): in this case.
@@ -1147,6 +1153,7 @@ class Fuzzer:
             "engine_rss_mb_start": t.engine_rss[0] if t.engine_rss else None,
             "engine_rss_mb_end": t.engine_rss[-1] if t.engine_rss else None,
             "engine_rss_mb_max": max(t.engine_rss) if t.engine_rss else None,
+            "memory_by_minute": memory_by_minute(t.memory),
             "engine_kills": t.engine_kills,
             "desyncs": len(t.desyncs),
             "desync_cases": dict(Counter(f"{d['class']}/{d['case']}" for d in t.desyncs)),
@@ -2027,6 +2034,25 @@ def resolve_model(spec: str | None) -> str:
     return str(tiny_model_cached("starcoder", **STOPPING_MODEL))
 
 
+def memory_by_minute(
+    memory: Sequence[tuple[float, float, float | None]],
+) -> list[tuple[int, float, float | None]]:
+    """(minute from the first probe, the largest front MB, the largest engine MB or None)
+    for each minute the probes saw: what a long session's memory grows to, and whether
+    it levels off."""
+    if not memory:
+        return []
+    first = memory[0][0]
+    minutes: dict[int, tuple[float, float | None]] = {}
+    for at, front, engine in memory:
+        minute = int((at - first) // 60)
+        old_front, old_engine = minutes.get(minute, (0.0, None))
+        if engine is not None and old_engine is not None:
+            engine = max(engine, old_engine)
+        minutes[minute] = (max(front, old_front), engine if engine is not None else old_engine)
+    return [(m, front, engine) for m, (front, engine) in sorted(minutes.items())]
+
+
 def lag_by_case(
     ticks: Counter[str], stalls: Sequence[tuple[float, float, str]], top: int = 12
 ) -> dict[str, dict[str, float | int]]:
@@ -2102,6 +2128,8 @@ def format_summary(r: dict[str, Any]) -> str:
         f"  memory        front {r['rss_mb_start']} MB at start, {r['rss_mb_end']} MB at end, "
         f"max {r['rss_mb_max']} MB; engine {r['engine_rss_mb_start']} MB at start, "
         f"{r['engine_rss_mb_end']} MB at end, max {r['engine_rss_mb_max']} MB",
+        "                largest by minute (front / engine MB): "
+        + ", ".join(f"{m}: {front:.0f} / {engine}" for m, front, engine in r["memory_by_minute"]),
         f"  desyncs       {r['desyncs']} {r['desync_cases'] or ''}",
         f"  completions   {r['completions_checked']} checked, {r['invalid_completions']} invalid; "
         f"{r['beyond_depth_limits']} beyond CPython's depth limits "

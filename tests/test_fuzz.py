@@ -22,7 +22,7 @@ pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
 from lsp_fixtures import stopping_model
 from model_fixtures import model_cache, tiny_factory
 
-from bench.lsp_fuzz import CLASSES, Options, fuzz, lag_by_case
+from bench.lsp_fuzz import CLASSES, Options, fuzz, lag_by_case, memory_by_minute
 
 __all__ = ["model_cache", "stopping_model", "tiny_factory"]  # fixtures used by name
 
@@ -123,6 +123,9 @@ def test_every_class_ran(summaries: dict[str, dict[str, Any]]) -> None:
         # Its ticks were counted for the cases running (its stalls by case: the benchmark).
         assert summary["loop_lag_ticks"] > 0
         assert all(row["stalls"] > 0 for row in summary["loop_lag_by_case"].values())
+        # The memory by minute tops out where the whole session's does.
+        by_minute = summary["memory_by_minute"]
+        assert max(front for _, front, _ in by_minute) == summary["rss_mb_max"]
 
 
 def test_loop_lag_stalls_are_told_by_case_worst_first() -> None:
@@ -138,6 +141,13 @@ def test_loop_lag_stalls_are_told_by_case_worst_first() -> None:
         },
         "storm/a": {"ticks": 50, "stalls": 2, "max_ms": 9.5, "stalls_ms": 15.5, "loop_cpu_ms": 1.5},
     }
+
+
+def test_memory_is_reported_minute_by_minute() -> None:
+    probes = [(100.0, 60.0, 100.0), (130.0, 64.0, None), (159.9, 62.0, 250.0), (221.0, 63.0, 240.0)]
+    assert memory_by_minute(probes) == [(0, 64.0, 250.0), (2, 63.0, 240.0)]
+    assert memory_by_minute([(5.0, 60.0, None)]) == [(0, 60.0, None)]
+    assert memory_by_minute([]) == []
 
 
 def test_inline_ranges_never_split_a_surrogate_pair(tiny_factory: Any) -> None:
