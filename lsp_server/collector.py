@@ -16,6 +16,12 @@ cyclic garbage among them waits for the full pass over everything that
 twice that period whatever waits).
 The time collections take is counted (``gcMs``, ``gcFullMs``, ``gcFullCollections``)
 for the status, so that it is seen rather than hidden in parser times.
+
+What is freed goes back to glibc's allocator, which keeps most of it: after rounds of
+``bench.lsp_fuzz``'s documents cases the engine held 364 MB resident with 96 MB of it
+free inside the heap.  When the engine falls idle after work, at most every
+:data:`TRIM_PERIOD_S`, :meth:`Collector.tick` returns those pages to the system
+(``heap.trim``; ``heapTrims`` in the status).
 """
 
 from __future__ import annotations
@@ -25,19 +31,24 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["FREEZE_PERIOD_S", "RECLAIM_PERIOD_S", "Collector"]
+from quotient_parser import heap
+
+__all__ = ["FREEZE_PERIOD_S", "RECLAIM_PERIOD_S", "TRIM_PERIOD_S", "Collector"]
 
 #: Seconds between two freezes of what is alive (the caller's tick period).
 FREEZE_PERIOD_S = 0.1
 #: Seconds between two full passes over everything, frozen objects included.
 RECLAIM_PERIOD_S = 600.0
+#: Seconds at least between two trims of the allocator's heaps (each when idle after work).
+TRIM_PERIOD_S = 30.0
 
 
 class Collector:
     """Freezes survivors on each :meth:`tick`, reclaims rarely, and clocks passes."""
 
-    def __init__(self, reclaim_s: float = RECLAIM_PERIOD_S) -> None:
+    def __init__(self, reclaim_s: float = RECLAIM_PERIOD_S, trim_s: float = TRIM_PERIOD_S) -> None:
         self.reclaim_s = reclaim_s
+        self.trim_s = trim_s
         self._lock = threading.Lock()
         self._began = 0.0
         self._seconds = 0.0
@@ -46,6 +57,9 @@ class Collector:
         self.reclaims = 0
         self.reclaimed = 0  # cyclic garbage the full passes over everything found
         self._last_reclaim = time.monotonic()
+        self.trims = 0
+        self._last_trim = time.monotonic()
+        self._worked = False  # a tick was busy since the last trim
 
     def start(self) -> Collector:
         """Freeze what is alive now (modules, tables) and start the clock."""
@@ -61,7 +75,8 @@ class Collector:
     def tick(self, idle: bool) -> None:
         """Freeze what survived since the last tick; when ``idle`` and it is time (or,
         busy or not, twice past it: frozen cyclic garbage stays bounded under endless
-        load), first the full pass over everything."""
+        load), first the full pass over everything; idle after work and ``trim_s`` after
+        the last trim, the allocator's free pages go back to the system."""
         since = time.monotonic() - self._last_reclaim
         if since > self.reclaim_s and (idle or since > 2 * self.reclaim_s):
             self._last_reclaim = time.monotonic()
@@ -75,6 +90,13 @@ class Collector:
                 self.reclaimed += found
         else:
             gc.freeze()
+        if not idle:
+            self._worked = True
+        elif self._worked and time.monotonic() - self._last_trim >= self.trim_s:
+            self._last_trim = time.monotonic()
+            self._worked = False
+            if heap.trim():
+                self.trims += 1
 
     def _clock(self, phase: str, info: dict[str, Any]) -> None:
         # Called by the thread whose allocation triggered the pass, with the GIL held.
@@ -97,4 +119,5 @@ class Collector:
                 "gcFullCollections": self._full,
                 "gcReclaims": self.reclaims,
                 "gcReclaimed": self.reclaimed,
+                "heapTrims": self.trims,
             }

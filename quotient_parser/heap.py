@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["free_in_pieces", "trim_if_freed"]
+__all__ = ["free_in_pieces", "trim", "trim_if_freed"]
 
 #: Entries of a table freed at once: each piece holds the GIL well under a millisecond.
 PIECE = 256
@@ -87,9 +87,19 @@ def trim_if_freed() -> bool:
             break
         _take_apart(table)
     taken = time.perf_counter()
-    if _malloc_trim is not None:
-        _malloc_trim(0)
-        trims += 1
-        longest_trim_ms = max(longest_trim_ms, (time.perf_counter() - taken) * 1e3)
+    trim()
     longest_take_apart_ms = max(longest_take_apart_ms, (taken - started) * 1e3)
+    return True
+
+
+def trim() -> bool:
+    """Return the free pages of glibc's heaps to the system (``malloc_trim(0)``, without
+    the GIL); whether it could (False without glibc)."""
+    global trims, longest_trim_ms
+    if _malloc_trim is None:
+        return False
+    started = time.perf_counter()
+    _malloc_trim(0)
+    trims += 1
+    longest_trim_ms = max(longest_trim_ms, (time.perf_counter() - started) * 1e3)
     return True

@@ -57,3 +57,23 @@ def test_a_reclaim_twice_overdue_happens_even_when_busy(collector: Collector) ->
     collector.reclaim_s = 3600.0
     collector.tick(idle=False)
     assert collector.reclaims == 1
+
+
+def test_the_heap_is_trimmed_when_idle_after_work() -> None:
+    collector = Collector(reclaim_s=3600.0, trim_s=0.0).start()
+    try:
+        collector.tick(idle=True)  # nothing was done since start: no trim
+        assert collector.counters()["heapTrims"] == 0
+        collector.tick(idle=False)
+        collector.tick(idle=False)  # busy: no trim
+        assert collector.counters()["heapTrims"] == 0
+        collector.tick(idle=True)  # idle after work: one trim (glibc here)
+        collector.tick(idle=True)
+        assert collector.counters()["heapTrims"] == 1
+        collector.trim_s = 3600.0
+        collector.tick(idle=False)
+        collector.tick(idle=True)  # too soon after the last one
+        assert collector.counters()["heapTrims"] == 1
+    finally:
+        collector.stop()
+        gc.unfreeze()
