@@ -41,6 +41,7 @@ _LENGTH = rb"content-length[ \t]{0,16}:[ \t]{0,16}(\d{1,40})[ \t]{0,16}\r?\n"
 _LENGTH_RE = re.compile(_LENGTH, re.IGNORECASE)
 _LENGTH_LINE_RE = re.compile(rb"[ \t]*" + _LENGTH, re.IGNORECASE)
 _HEADER_SPAN = 110
+_JSON_BLANKS = frozenset(b" \t\r\n")  # the bytes JSON allows between tokens
 # Header lines (a frame's other headers, before its Content-Length); a field name is
 # an RFC 7230 token, which no JSON punctuation is part of.
 _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
@@ -239,13 +240,14 @@ class FrameReader:
             )
             rest = bytes(self._body[cut:])
             # Bytes between the JSON and that header are not the message's.
-            end = self._json_end(cut) if bytes(self._body[:cut].rstrip()[-1:]) != b"}" else None
+            end = self._json_end(cut) if _last_byte(self._body, cut) != b"}" else None
             events.append(self._take_body(end or cut, "cut short by the next frame's header"))
             self._buffer[:0] = rest
             return True
         if len(self._body) < self._length:
             return False
-        end = self._json_end(len(self._body)) if bytes(self._body.rstrip()[-1:]) != b"}" else None
+        size = len(self._body)
+        end = self._json_end(size) if _last_byte(self._body, size) != b"}" else None
         if end is not None:
             # A length too long by a few bytes: the next frame's header begins inside
             # the body but its line does not end there.
@@ -273,7 +275,8 @@ class FrameReader:
         return len(text) - len(rest) if rest else None
 
     def _take_body(self, size: int, problem: str | None) -> Body:
-        data = bytes(self._body[:size])
+        # one copy of the body (a slice of a bytearray is a second)
+        data = bytes(self._body) if size == len(self._body) else bytes(self._body[:size])
         self._body.clear()
         self._state = "headers"
         return Body(data, problem)
@@ -317,3 +320,11 @@ class FrameReader:
     def _problem(self, kind: str, detail: str) -> None:
         self.problems[kind] += 1
         log.warning("LSP input: %s", detail)
+
+
+def _last_byte(data: bytearray, end: int) -> bytes:
+    """The last byte of ``data[:end]`` that is not JSON whitespace (empty if none),
+    found without copying the body (``rstrip`` would copy megabytes on the loop)."""
+    while end > 0 and data[end - 1] in _JSON_BLANKS:
+        end -= 1
+    return bytes(data[end - 1 : end]) if end else b""
