@@ -298,11 +298,11 @@ class Tally:
     #: case), told apart by tick number.
     lag_ticks: Counter[str] = field(default_factory=Counter)
     lag_stalls: list[tuple[float, float, str]] = field(default_factory=list)
-    rss: list[float] = field(default_factory=list)
-    engine_rss: list[float] = field(default_factory=list)
-    #: (when answered, front MB, engine MB or None) per probe: the memory over a long
-    #: session, minute by minute in the report (:func:`memory_by_minute`).
+    #: (when answered, front MB, engine MB or None) per probe that reported the front's
+    #: memory: start, end and most in the report, and minute by minute
+    #: (:func:`memory_by_minute`).
     memory: list[tuple[float, float, float | None]] = field(default_factory=list)
+    engine_rss: list[float] = field(default_factory=list)
     #: Per kill of the engine process: what it interrupted and how the server recovered.
     engine_kills: list[dict[str, Any]] = field(default_factory=list)
     server_starts: int = 0
@@ -519,8 +519,6 @@ class Fuzzer:
         self.tally.probe_ms.append((record.answered_at - record.sent_at) * 1e3)
         status = record.result if isinstance(record.result, dict) else {}
         rss, engine_rss = status.get("rssMb"), status.get("engineRssMb")
-        if isinstance(rss, int | float):
-            self.tally.rss.append(float(rss))
         if isinstance(engine_rss, int | float) and engine_rss > 0:
             self.tally.engine_rss.append(float(engine_rss))
         if isinstance(rss, int | float):
@@ -1086,6 +1084,7 @@ class Fuzzer:
 
     def summary(self, elapsed: float) -> dict[str, Any]:
         t = self.tally
+        front_rss = [front for _, front, _ in t.memory]
         requests = [r for r in t.sent if r.expect != "lost"]
         owed = [r for r in requests if r.expect == "answer"]
         unanswered = [r for r in owed if r.answered_at is None]
@@ -1147,9 +1146,9 @@ class Fuzzer:
                 for ms, cpu, where in sorted(t.lag_stalls)[::-1][:10]
             ],
             "loop_lag_by_case": lag_by_case(t.lag_ticks, t.lag_stalls),
-            "rss_mb_start": t.rss[0] if t.rss else None,
-            "rss_mb_end": t.rss[-1] if t.rss else None,
-            "rss_mb_max": max(t.rss) if t.rss else None,
+            "rss_mb_start": front_rss[0] if front_rss else None,
+            "rss_mb_end": front_rss[-1] if front_rss else None,
+            "rss_mb_max": max(front_rss) if front_rss else None,
             "engine_rss_mb_start": t.engine_rss[0] if t.engine_rss else None,
             "engine_rss_mb_end": t.engine_rss[-1] if t.engine_rss else None,
             "engine_rss_mb_max": max(t.engine_rss) if t.engine_rss else None,
@@ -2043,14 +2042,14 @@ def memory_by_minute(
     if not memory:
         return []
     first = memory[0][0]
-    minutes: dict[int, tuple[float, float | None]] = {}
+    minutes: dict[int, list[tuple[float, float | None]]] = {}
     for at, front, engine in memory:
-        minute = int((at - first) // 60)
-        old_front, old_engine = minutes.get(minute, (0.0, None))
-        if engine is not None and old_engine is not None:
-            engine = max(engine, old_engine)
-        minutes[minute] = (max(front, old_front), engine if engine is not None else old_engine)
-    return [(m, front, engine) for m, (front, engine) in sorted(minutes.items())]
+        minutes.setdefault(int((at - first) // 60), []).append((front, engine))
+    rows: list[tuple[int, float, float | None]] = []
+    for minute, seen in sorted(minutes.items()):
+        engines = [engine for _, engine in seen if engine is not None]
+        rows.append((minute, max(front for front, _ in seen), max(engines, default=None)))
+    return rows
 
 
 def lag_by_case(
